@@ -1,0 +1,246 @@
+//! The gRPC face of claimd: `claimd.v1.ClaimService`. Each RPC validates its request, takes
+//! the tenant from the request context (never from the body), calls the store and turns the
+//! answer into a wire message; errors become status codes in `error.rs` only.
+
+mod convert;
+mod error;
+mod validate;
+
+pub use error::InvalidField;
+pub use validate::DEFAULT_MAX_BLOB;
+
+use crate::domain::{Action, ClaimInput, Policies, ReceiptKey};
+use crate::pb::{self, claim_service_server::ClaimService};
+use crate::store::{OrphanQuery, Store};
+use chrono::TimeDelta;
+use std::sync::Arc;
+use tonic::{Request, Response, Status};
+use uuid::Uuid;
+
+/// The tenant a request acts for, put into the request's extensions by the authentication
+/// layer in front of the service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tenant(pub String);
+
+impl Default for Tenant {
+    /// The tenant of every caller while no API keys are configured.
+    fn default() -> Self {
+        Tenant("default".to_owned())
+    }
+}
+
+/// The ClaimService implementation.
+#[derive(Clone)]
+pub struct ClaimsApi {
+    store: Arc<dyn Store>,
+    policies: Arc<Policies>,
+    max_blob: usize,
+}
+
+impl ClaimsApi {
+    /// A service over `store` with per-namespace `policies` and a byte limit for each blob.
+    pub fn new(store: Arc<dyn Store>, policies: Arc<Policies>, max_blob: usize) -> Self {
+        ClaimsApi {
+            store,
+            policies,
+            max_blob,
+        }
+    }
+}
+
+fn tenant<T>(req: &Request<T>) -> Result<String, Status> {
+    req.extensions()
+        .get::<Tenant>()
+        .map(|t| t.0.clone())
+        .ok_or_else(|| Status::unauthenticated("no credentials"))
+}
+
+fn receipt_key(namespace: String, key: String) -> Result<ReceiptKey, InvalidField> {
+    validate::namespace("namespace", &namespace)?;
+    validate::key(&key)?;
+    Ok(ReceiptKey { namespace, key })
+}
+
+impl ClaimsApi {
+    /// Complete, Heartbeat, Retry and Quarantine share everything but the action.
+    async fn act(
+        &self,
+        tenant: String,
+        id: ReceiptKey,
+        token: &str,
+        action: impl FnOnce(&crate::domain::Policy) -> Result<Action, InvalidField>,
+    ) -> Result<Option<pb::Receipt>, Status> {
+        let token: Uuid = validate::claim_token(token)?;
+        let policy = self.policies.for_namespace(&id.namespace);
+        let action = action(policy)?;
+        tracing::debug!(claim.action = action.name(), "act");
+        let receipt = self.store.act(&tenant, &id, token, &action, policy).await?;
+        Ok(Some(convert::receipt(receipt)))
+    }
+}
+
+#[tonic::async_trait]
+impl ClaimService for ClaimsApi {
+    #[tracing::instrument(skip_all, fields(rpc = "Claim", claim.namespace, claim.decision))]
+    async fn claim(
+        &self,
+        request: Request<pb::ClaimRequest>,
+    ) -> Result<Response<pb::ClaimResponse>, Status> {
+        let tenant = tenant(&request)?;
+        let req = request.into_inner();
+        let id = receipt_key(req.namespace, req.key)?;
+        tracing::Span::current().record("claim.namespace", id.namespace.as_str());
+        validate::fingerprint(&req.fingerprint)?;
+        let lease = validate::duration("lease_ttl", req.lease_ttl, validate::MIN_DELAY)?;
+        let recovery_payload =
+            validate::blob("recovery_payload", req.recovery_payload, self.max_blob)?;
+        let policy = self.policies.for_namespace(&id.namespace);
+        let input = ClaimInput {
+            id,
+            fingerprint: req.fingerprint,
+            lease_ttl: lease.unwrap_or(policy.lease_ttl),
+            recovery_payload,
+            new_token: Uuid::new_v4(),
+        };
+        let outcome = self.store.claim(&tenant, &input, policy).await?;
+        tracing::Span::current().record("claim.decision", outcome.decision.as_str());
+        if req.delivery_attempt > 0 {
+            tracing::info!(
+                claim.delivery_attempt = req.delivery_attempt,
+                claim.decision = outcome.decision.as_str(),
+                "platform redelivery: acknowledgements are arriving too late"
+            );
+        }
+        Ok(Response::new(pb::ClaimResponse {
+            decision: convert::decision(outcome.decision) as i32,
+            claim_token: outcome.token().map(|t| t.to_string()).unwrap_or_default(),
+            receipt: Some(convert::receipt(outcome.receipt)),
+        }))
+    }
+
+    #[tracing::instrument(skip_all, fields(rpc = "Complete"))]
+    async fn complete(
+        &self,
+        request: Request<pb::CompleteRequest>,
+    ) -> Result<Response<pb::CompleteResponse>, Status> {
+        let tenant = tenant(&request)?;
+        let req = request.into_inner();
+        let id = receipt_key(req.namespace, req.key)?;
+        let response = validate::blob("response", req.response, self.max_blob)?;
+        let receipt = self
+            .act(tenant, id, &req.claim_token, |_| {
+                Ok(Action::Complete { response })
+            })
+            .await?;
+        Ok(Response::new(pb::CompleteResponse { receipt }))
+    }
+
+    #[tracing::instrument(skip_all, fields(rpc = "Heartbeat"))]
+    async fn heartbeat(
+        &self,
+        request: Request<pb::HeartbeatRequest>,
+    ) -> Result<Response<pb::HeartbeatResponse>, Status> {
+        let tenant = tenant(&request)?;
+        let req = request.into_inner();
+        let id = receipt_key(req.namespace, req.key)?;
+        let lease = validate::duration("lease_ttl", req.lease_ttl, validate::MIN_DELAY)?;
+        let checkpoint = match req.checkpoint {
+            Some(cp) => Some(validate::blob("checkpoint", cp, self.max_blob)?.unwrap_or_default()),
+            None => None,
+        };
+        let receipt = self
+            .act(tenant, id, &req.claim_token, |policy| {
+                Ok(Action::Heartbeat {
+                    lease_ttl: lease.unwrap_or(policy.lease_ttl),
+                    checkpoint,
+                })
+            })
+            .await?;
+        Ok(Response::new(pb::HeartbeatResponse { receipt }))
+    }
+
+    #[tracing::instrument(skip_all, fields(rpc = "Retry"))]
+    async fn retry(
+        &self,
+        request: Request<pb::RetryRequest>,
+    ) -> Result<Response<pb::RetryResponse>, Status> {
+        let tenant = tenant(&request)?;
+        let req = request.into_inner();
+        let id = receipt_key(req.namespace, req.key)?;
+        let error = validate::text("error", req.error, self.max_blob)?;
+        let retry_after = validate::duration("retry_after", req.retry_after, validate::MIN_DELAY)?;
+        let action = Action::Retry {
+            error,
+            retry_after,
+            count_attempt: req.count_attempt.unwrap_or(true),
+            jitter: rand::random::<f64>(),
+        };
+        let receipt = self
+            .act(tenant, id, &req.claim_token, |_| Ok(action))
+            .await?;
+        Ok(Response::new(pb::RetryResponse { receipt }))
+    }
+
+    #[tracing::instrument(skip_all, fields(rpc = "Quarantine"))]
+    async fn quarantine(
+        &self,
+        request: Request<pb::QuarantineRequest>,
+    ) -> Result<Response<pb::QuarantineResponse>, Status> {
+        let tenant = tenant(&request)?;
+        let req = request.into_inner();
+        let id = receipt_key(req.namespace, req.key)?;
+        let error = validate::text("error", req.error, self.max_blob)?;
+        let receipt = self
+            .act(tenant, id, &req.claim_token, |_| {
+                Ok(Action::Quarantine { error })
+            })
+            .await?;
+        Ok(Response::new(pb::QuarantineResponse { receipt }))
+    }
+
+    #[tracing::instrument(skip_all, fields(rpc = "Get"))]
+    async fn get(
+        &self,
+        request: Request<pb::GetRequest>,
+    ) -> Result<Response<pb::GetResponse>, Status> {
+        let tenant = tenant(&request)?;
+        let req = request.into_inner();
+        let id = receipt_key(req.namespace, req.key)?;
+        let receipt = self.store.get(&tenant, &id).await?;
+        let receipt = receipt.ok_or(crate::store::StoreError::NotFound)?;
+        Ok(Response::new(pb::GetResponse {
+            receipt: Some(convert::receipt(receipt)),
+        }))
+    }
+
+    #[tracing::instrument(skip_all, fields(rpc = "ListOrphaned"))]
+    async fn list_orphaned(
+        &self,
+        request: Request<pb::ListOrphanedRequest>,
+    ) -> Result<Response<pb::ListOrphanedResponse>, Status> {
+        let tenant = tenant(&request)?;
+        let req = request.into_inner();
+        let namespace = match req.namespace.is_empty() {
+            true => None,
+            false => {
+                Some(validate::namespace("namespace", &req.namespace).map(|()| req.namespace)?)
+            }
+        };
+        let overdue_by = validate::duration("overdue_by", req.overdue_by, TimeDelta::zero())?;
+        let query = OrphanQuery {
+            namespace,
+            limit: validate::page_size(req.page_size)?,
+            after: convert::decode_page_token(&req.page_token)?,
+            overdue_by: overdue_by.unwrap_or_default(),
+        };
+        let page = self.store.list_orphaned(&tenant, &query).await?;
+        Ok(Response::new(pb::ListOrphanedResponse {
+            orphans: page.orphans.into_iter().map(convert::orphan).collect(),
+            next_page_token: page
+                .next
+                .as_ref()
+                .map(convert::encode_page_token)
+                .unwrap_or_default(),
+        }))
+    }
+}

@@ -1,0 +1,191 @@
+//! Request validation (DESIGN §2 "Error model"): every check names its field and never
+//! echoes the value, which may be a secret.
+
+use super::error::InvalidField;
+use chrono::TimeDelta;
+use uuid::Uuid;
+
+/// Longest namespace, in bytes.
+pub const MAX_NAMESPACE: usize = 128;
+/// Longest key, in bytes.
+pub const MAX_KEY: usize = 512;
+/// Longest fingerprint, in bytes.
+pub const MAX_FINGERPRINT: usize = 64;
+/// Default limit for each blob (payloads, checkpoint, response, error text).
+pub const DEFAULT_MAX_BLOB: usize = 64 * 1024;
+/// Shortest lease or retry delay.
+pub const MIN_DELAY: TimeDelta = TimeDelta::seconds(1);
+/// Longest lease, retry delay or overdue filter.
+pub const MAX_DELAY: TimeDelta = TimeDelta::hours(24);
+
+type Checked<T> = Result<T, InvalidField>;
+
+/// `[A-Za-z0-9._:/-]{1,128}`.
+pub fn namespace(field: &'static str, ns: &str) -> Checked<()> {
+    if ns.is_empty() {
+        return Err(InvalidField::new(field, "must not be empty"));
+    }
+    if ns.len() > MAX_NAMESPACE {
+        return Err(InvalidField::new(
+            field,
+            format!("must be at most {MAX_NAMESPACE} bytes"),
+        ));
+    }
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "._:/-".contains(c);
+    if !ns.chars().all(allowed) {
+        return Err(InvalidField::new(
+            field,
+            "may only contain A-Z a-z 0-9 . _ : / -",
+        ));
+    }
+    Ok(())
+}
+
+/// 1 to 512 bytes, no NUL.
+pub fn key(k: &str) -> Checked<()> {
+    if k.is_empty() {
+        return Err(InvalidField::new("key", "must not be empty"));
+    }
+    if k.len() > MAX_KEY {
+        return Err(InvalidField::new(
+            "key",
+            format!("must be at most {MAX_KEY} bytes"),
+        ));
+    }
+    if k.contains('\0') {
+        return Err(InvalidField::new("key", "must not contain NUL"));
+    }
+    Ok(())
+}
+
+/// At most 64 bytes.
+pub fn fingerprint(fp: &[u8]) -> Checked<()> {
+    if fp.len() > MAX_FINGERPRINT {
+        return Err(InvalidField::new(
+            "fingerprint",
+            format!("must be at most {MAX_FINGERPRINT} bytes"),
+        ));
+    }
+    Ok(())
+}
+
+/// A blob within `max` bytes; empty means absent.
+pub fn blob(field: &'static str, b: Vec<u8>, max: usize) -> Checked<Option<Vec<u8>>> {
+    if b.len() > max {
+        return Err(InvalidField::new(
+            field,
+            format!("must be at most {max} bytes"),
+        ));
+    }
+    Ok((!b.is_empty()).then_some(b))
+}
+
+/// Error text within `max` bytes.
+pub fn text(field: &'static str, s: String, max: usize) -> Checked<String> {
+    if s.len() > max {
+        return Err(InvalidField::new(
+            field,
+            format!("must be at most {max} bytes"),
+        ));
+    }
+    Ok(s)
+}
+
+/// An optional duration within `min ..= MAX_DELAY`.
+pub fn duration(
+    field: &'static str,
+    d: Option<prost_types::Duration>,
+    min: TimeDelta,
+) -> Checked<Option<TimeDelta>> {
+    let Some(d) = d else { return Ok(None) };
+    let mixed_signs = (d.seconds > 0 && d.nanos < 0) || (d.seconds < 0 && d.nanos > 0);
+    if mixed_signs || d.nanos.abs() >= 1_000_000_000 {
+        return Err(InvalidField::new(field, "is not a valid duration"));
+    }
+    let out_of_range = || {
+        let min_text = if min.is_zero() {
+            "0 s".to_owned()
+        } else {
+            format!("{} s", min.num_seconds())
+        };
+        InvalidField::new(field, format!("must be between {min_text} and 24 h"))
+    };
+    let delta = TimeDelta::try_seconds(d.seconds)
+        .and_then(|s| s.checked_add(&TimeDelta::nanoseconds(i64::from(d.nanos))))
+        .ok_or_else(out_of_range)?;
+    if delta < min || delta > MAX_DELAY {
+        return Err(out_of_range());
+    }
+    Ok(Some(delta))
+}
+
+/// A claim token: the UUID minted by Claim.
+pub fn claim_token(t: &str) -> Checked<Uuid> {
+    if t.is_empty() {
+        return Err(InvalidField::new("claim_token", "must not be empty"));
+    }
+    Uuid::try_parse(t).map_err(|_| InvalidField::new("claim_token", "is not a claim token"))
+}
+
+/// 0 means the default (100); larger than 1000 is cut to 1000; negative is an error.
+pub fn page_size(n: i32) -> Checked<u32> {
+    match n {
+        0 => Ok(100),
+        n if n < 0 => Err(InvalidField::new("page_size", "must not be negative")),
+        n => Ok(n.unsigned_abs().min(1000)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dur(seconds: i64, nanos: i32) -> Option<prost_types::Duration> {
+        Some(prost_types::Duration { seconds, nanos })
+    }
+
+    #[test]
+    fn namespaces_follow_the_documented_alphabet() {
+        assert!(namespace("namespace", "slack-events/v1:prod_2.x").is_ok());
+        for bad in ["", "has space", "ümlaut", &"a".repeat(129)] {
+            let err = namespace("namespace", bad).unwrap_err();
+            assert_eq!(err.field, "namespace");
+        }
+    }
+
+    #[test]
+    fn durations_outside_one_second_to_a_day_are_rejected() {
+        assert_eq!(duration("lease_ttl", None, MIN_DELAY), Ok(None));
+        assert_eq!(
+            duration("lease_ttl", dur(1, 0), MIN_DELAY),
+            Ok(Some(MIN_DELAY))
+        );
+        assert_eq!(
+            duration("lease_ttl", dur(86_400, 0), MIN_DELAY),
+            Ok(Some(MAX_DELAY))
+        );
+        for bad in [
+            dur(0, 999_999_999),
+            dur(86_400, 1),
+            dur(-5, 0),
+            dur(1, -1),
+            dur(i64::MAX, 0),
+        ] {
+            assert_eq!(
+                duration("lease_ttl", bad, MIN_DELAY).unwrap_err().field,
+                "lease_ttl"
+            );
+        }
+        assert_eq!(
+            duration("overdue_by", dur(0, 0), TimeDelta::zero()),
+            Ok(Some(TimeDelta::zero()))
+        );
+    }
+
+    #[test]
+    fn page_sizes_default_and_cap() {
+        assert_eq!(page_size(0), Ok(100));
+        assert_eq!(page_size(5000), Ok(1000));
+        assert!(page_size(-1).is_err());
+    }
+}

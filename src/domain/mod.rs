@@ -1,0 +1,192 @@
+//! The pure rules of claimd: receipts, states, decisions, policies, backoff and the
+//! transition functions of DESIGN §2. No I/O, no tonic, no sqlx: every store implements
+//! these rules (in SQL where speed matters) and the model-based tests use them as the oracle.
+
+mod action;
+mod backoff;
+mod claim;
+
+pub use action::{Action, ActionError, apply};
+pub use backoff::backoff_delay;
+pub use claim::{ClaimInput, ClaimOutcome, Write, decide_claim};
+
+use chrono::{DateTime, TimeDelta, Utc};
+use uuid::Uuid;
+
+/// A point in time on the database's clock, microsecond precision.
+pub type Timestamp = DateTime<Utc>;
+
+/// The error text stored when a receipt runs out of attempts.
+pub const EXCEEDED_MAX_ATTEMPTS: &str = "exceeded max attempts";
+
+/// The durable state of a receipt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum State {
+    /// A holder works on it under a lease.
+    Processing,
+    /// Waiting for `next_attempt_at`, then claimable again.
+    RetryWait,
+    /// Done; terminal.
+    Completed,
+    /// Dead letter; terminal.
+    Quarantined,
+}
+
+impl State {
+    /// The name stored in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Processing => "processing",
+            State::RetryWait => "retry_wait",
+            State::Completed => "completed",
+            State::Quarantined => "quarantined",
+        }
+    }
+
+    /// Parses a stored name.
+    pub fn parse(s: &str) -> Option<State> {
+        Some(match s {
+            "processing" => State::Processing,
+            "retry_wait" => State::RetryWait,
+            "completed" => State::Completed,
+            "quarantined" => State::Quarantined,
+            _ => return None,
+        })
+    }
+}
+
+/// The answer to a Claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Decision {
+    /// The caller holds a new lease (first claim or takeover).
+    Claimed,
+    /// Somebody else holds an unexpired lease.
+    InFlight,
+    /// Done; the stored response is replayed.
+    Completed,
+    /// A retry is scheduled for later.
+    RetryScheduled,
+    /// Dead letter.
+    Quarantined,
+    /// Same key, another fingerprint.
+    Conflict,
+}
+
+impl Decision {
+    /// A stable lower-case name for logs and metric labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Claimed => "claimed",
+            Decision::InFlight => "in_flight",
+            Decision::Completed => "completed",
+            Decision::RetryScheduled => "retry_scheduled",
+            Decision::Quarantined => "quarantined",
+            Decision::Conflict => "conflict",
+        }
+    }
+}
+
+/// Names one receipt within a tenant.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ReceiptKey {
+    /// The caller-chosen group.
+    pub namespace: String,
+    /// The platform's event id.
+    pub key: String,
+}
+
+/// The one durable record of (tenant, namespace, key).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Receipt {
+    /// Namespace and key.
+    pub id: ReceiptKey,
+    /// Current state.
+    pub state: State,
+    /// The fencing number: 1 at the first claim, +1 at every later claim.
+    pub attempt: u32,
+    /// Attempts that did not spend the budget (`Retry` with `count_attempt = false`).
+    pub free_attempts: u32,
+    /// The caller's digest of the payload.
+    pub fingerprint: Vec<u8>,
+    /// The current holder's token (kept after Retry, Quarantine and Complete so the last
+    /// holder gets precise answers; cleared when claimd itself quarantines).
+    pub claim_token: Option<Uuid>,
+    /// End of the lease (PROCESSING only).
+    pub lease_expires_at: Option<Timestamp>,
+    /// When a RETRY_WAIT receipt becomes claimable.
+    pub next_attempt_at: Option<Timestamp>,
+    /// First claim.
+    pub created_at: Timestamp,
+    /// Last change.
+    pub updated_at: Timestamp,
+    /// Completion time.
+    pub completed_at: Option<Timestamp>,
+    /// Error of the last Retry or Quarantine.
+    pub last_error: Option<String>,
+    /// Opaque progress bytes.
+    pub checkpoint: Option<Vec<u8>>,
+    /// The stored response, replayed to duplicates.
+    pub response: Option<Vec<u8>>,
+    /// Returned to whoever takes the work over.
+    pub recovery_payload: Option<Vec<u8>>,
+}
+
+impl Receipt {
+    /// Attempts that spent the budget so far.
+    pub fn spent_attempts(&self) -> u32 {
+        self.attempt.saturating_sub(self.free_attempts)
+    }
+
+    /// When somebody other than the holder may act on it: the lease end for PROCESSING, the
+    /// retry time for RETRY_WAIT, never for terminal states.
+    pub fn due_at(&self) -> Option<Timestamp> {
+        match self.state {
+            State::Processing => self.lease_expires_at,
+            State::RetryWait => self.next_attempt_at,
+            State::Completed | State::Quarantined => None,
+        }
+    }
+}
+
+/// The per-namespace rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// Lease length when a request gives none.
+    pub lease_ttl: TimeDelta,
+    /// Attempts that may spend the budget before the receipt is quarantined.
+    pub max_attempts: u32,
+    /// First backoff step.
+    pub backoff_base: TimeDelta,
+    /// Backoff cap.
+    pub backoff_max: TimeDelta,
+    /// How long terminal receipts are kept.
+    pub retention: TimeDelta,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            lease_ttl: TimeDelta::seconds(90),
+            max_attempts: 8,
+            backoff_base: TimeDelta::seconds(1),
+            backoff_max: TimeDelta::minutes(5),
+            retention: TimeDelta::days(30),
+        }
+    }
+}
+
+/// The default policy and the per-namespace overrides.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Policies {
+    /// For namespaces without an override.
+    pub default: Policy,
+    /// Overrides by exact namespace.
+    pub namespaces: std::collections::HashMap<String, Policy>,
+}
+
+impl Policies {
+    /// The policy that applies to `namespace`.
+    pub fn for_namespace(&self, namespace: &str) -> &Policy {
+        self.namespaces.get(namespace).unwrap_or(&self.default)
+    }
+}

@@ -1,0 +1,144 @@
+//! The storage boundary: the [`Store`] trait and its implementations. All SQL lives below
+//! this module; every database error goes through one interpreting function per driver and
+//! comes out as a [`StoreError`].
+
+mod clock;
+pub mod postgres;
+
+pub use clock::Clock;
+
+use crate::domain::{
+    Action, ActionError, ClaimInput, ClaimOutcome, Policy, Receipt, ReceiptKey, Timestamp,
+};
+use async_trait::async_trait;
+use chrono::TimeDelta;
+use uuid::Uuid;
+
+/// What the storage layer can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// No receipt for that (tenant, namespace, key).
+    #[error("no receipt for that namespace and key")]
+    NotFound,
+    /// The domain refused the action (lease lost, wrong state).
+    #[error(transparent)]
+    Refused(#[from] ActionError),
+    /// The database cannot be reached or is shutting down; the caller may retry.
+    #[error("the database is unavailable")]
+    Unavailable(#[source] sqlx::Error),
+    /// The database answered with something claimd did not expect.
+    #[error("database error")]
+    Database(#[source] sqlx::Error),
+    /// A migration failed.
+    #[error("migration failed")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// Claim lost the race to concurrent commits too many times in a row.
+    #[error("too much contention on one key; try again")]
+    Contended,
+    /// A stored row violates claimd's own rules.
+    #[error("corrupt row: {0}")]
+    Corrupt(String),
+}
+
+/// Where a page of orphans starts (exclusive): the sort key of the last orphan returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrphanCursor {
+    /// The last orphan's due time.
+    pub due_at: Timestamp,
+    /// The last orphan's namespace.
+    pub namespace: String,
+    /// The last orphan's key.
+    pub key: String,
+}
+
+/// A ListOrphaned query, already validated.
+#[derive(Debug, Clone)]
+pub struct OrphanQuery {
+    /// Only this namespace; `None` for every namespace of the tenant.
+    pub namespace: Option<String>,
+    /// At most this many orphans.
+    pub limit: u32,
+    /// Continue after this orphan.
+    pub after: Option<OrphanCursor>,
+    /// Only orphans due at least this long ago.
+    pub overdue_by: TimeDelta,
+}
+
+/// One page of orphans, oldest due first.
+#[derive(Debug, Clone)]
+pub struct OrphanPage {
+    /// PROCESSING receipts with an expired lease and RETRY_WAIT receipts that are due.
+    pub orphans: Vec<Receipt>,
+    /// Where the next page starts; `None` on the last page.
+    pub next: Option<OrphanCursor>,
+}
+
+/// The durable home of receipts. Every method is scoped by the tenant from the credentials,
+/// and every time comparison uses the database's clock (shifted by the store's [`Clock`]).
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Decides a Claim (DESIGN §2) in one round trip; a duplicate writes nothing.
+    async fn claim(
+        &self,
+        tenant: &str,
+        input: &ClaimInput,
+        policy: &Policy,
+    ) -> Result<ClaimOutcome, StoreError>;
+
+    /// Applies Complete, Heartbeat, Retry or Quarantine for the holder of `token`.
+    async fn act(
+        &self,
+        tenant: &str,
+        id: &ReceiptKey,
+        token: Uuid,
+        action: &Action,
+        policy: &Policy,
+    ) -> Result<Receipt, StoreError>;
+
+    /// The receipt, if there is one.
+    async fn get(&self, tenant: &str, id: &ReceiptKey) -> Result<Option<Receipt>, StoreError>;
+
+    /// One page of orphans of the tenant.
+    async fn list_orphaned(
+        &self,
+        tenant: &str,
+        query: &OrphanQuery,
+    ) -> Result<OrphanPage, StoreError>;
+
+    /// Succeeds while the database answers.
+    async fn ping(&self) -> Result<(), StoreError>;
+
+    /// Applies the embedded migrations.
+    async fn migrate(&self) -> Result<(), StoreError>;
+}
+
+/// Opens the store a database URL names (`postgres://…`).
+pub async fn open(
+    url: &str,
+    options: &StoreOptions,
+) -> Result<std::sync::Arc<dyn Store>, StoreError> {
+    Ok(std::sync::Arc::new(
+        postgres::PgStore::connect(url, options).await?,
+    ))
+}
+
+/// Connection settings shared by the stores.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Most connections in the pool.
+    pub max_connections: u32,
+    /// How long a call waits for a connection before it fails with UNAVAILABLE.
+    pub acquire_timeout: std::time::Duration,
+    /// The offset added to the database clock (tests move time with it).
+    pub clock: Clock,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            max_connections: 16,
+            acquire_timeout: std::time::Duration::from_secs(5),
+            clock: Clock::default(),
+        }
+    }
+}

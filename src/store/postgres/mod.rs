@@ -1,0 +1,312 @@
+//! The PostgreSQL store: the production store, shared by any number of claimd replicas.
+//!
+//! `claim` is one statement (a CTE) that reads the receipt and writes only when the row is
+//! absent or really due, so a duplicate costs a read. Under READ COMMITTED, a concurrent
+//! insert or takeover that commits after the statement's snapshot leaves the statement
+//! without a consistent answer; it detects that case and runs again with a new snapshot
+//! (the only time a Claim takes a second round trip).
+
+mod row;
+
+use self::row::{ReceiptRow, columns};
+use super::{OrphanPage, OrphanQuery, Store, StoreError, StoreOptions};
+use crate::domain::{
+    Action, ClaimInput, ClaimOutcome, Decision, Policy, Receipt, ReceiptKey, State, Timestamp,
+    Write, apply, decide_claim,
+};
+use crate::store::{Clock, OrphanCursor};
+use async_trait::async_trait;
+use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::{FromRow, Row};
+use uuid::Uuid;
+
+/// How often a Claim runs again after losing a race to a concurrent commit.
+const MAX_RACES: usize = 4;
+
+const CLAIM: &str = "
+WITH c AS (SELECT now() + $4::bigint * interval '1 microsecond' AS now),
+cur AS (
+    SELECT r.* FROM receipts r WHERE r.tenant_id = $1 AND r.namespace = $2 AND r.key = $3
+),
+ins AS (
+    INSERT INTO receipts (tenant_id, namespace, key, state, attempt, fingerprint, claim_token,
+                          lease_expires_at, created_at, updated_at, recovery_payload)
+    SELECT $1, $2, $3, 'processing', 1, $5, $6, c.now + $7::bigint * interval '1 microsecond',
+           c.now, c.now, $8
+    FROM c WHERE NOT EXISTS (SELECT 1 FROM cur)
+    ON CONFLICT (tenant_id, namespace, key) DO NOTHING
+    RETURNING *
+),
+upd AS (
+    UPDATE receipts r SET
+        state = CASE WHEN r.attempt - r.free_attempts >= $9 THEN 'quarantined' ELSE 'processing' END,
+        attempt = CASE WHEN r.attempt - r.free_attempts >= $9 THEN r.attempt ELSE r.attempt + 1 END,
+        claim_token = CASE WHEN r.attempt - r.free_attempts >= $9 THEN NULL ELSE $6 END,
+        lease_expires_at = CASE WHEN r.attempt - r.free_attempts >= $9 THEN NULL
+                                ELSE c.now + $7::bigint * interval '1 microsecond' END,
+        last_error = CASE WHEN r.attempt - r.free_attempts >= $9 THEN $10 ELSE r.last_error END,
+        next_attempt_at = NULL,
+        recovery_payload = COALESCE(r.recovery_payload, $8),
+        updated_at = c.now
+    FROM c, cur
+    WHERE r.tenant_id = $1 AND r.namespace = $2 AND r.key = $3 AND cur.fingerprint = $5
+      AND ((r.state = 'processing' AND r.lease_expires_at <= c.now)
+        OR (r.state = 'retry_wait' AND r.next_attempt_at <= c.now))
+    RETURNING r.*
+)
+SELECT 'ins' AS src, c.now AS db_now, ins.* FROM ins, c
+UNION ALL SELECT 'upd', c.now, upd.* FROM upd, c
+UNION ALL SELECT 'cur', c.now, cur.* FROM cur, c WHERE NOT EXISTS (SELECT 1 FROM upd)";
+
+const LOCK: &str = concat!(
+    "SELECT now() + $4::bigint * interval '1 microsecond' AS db_now, ",
+    columns!(),
+    " FROM receipts WHERE tenant_id = $1 AND namespace = $2 AND key = $3 FOR UPDATE"
+);
+
+const WRITE: &str = "UPDATE receipts SET state = $4, attempt = $5, free_attempts = $6,
+    claim_token = $7, lease_expires_at = $8, next_attempt_at = $9, updated_at = $10,
+    completed_at = $11, last_error = $12, checkpoint = $13, response = $14,
+    recovery_payload = $15
+    WHERE tenant_id = $1 AND namespace = $2 AND key = $3";
+
+const GET: &str = concat!(
+    "SELECT ",
+    columns!(),
+    " FROM receipts WHERE tenant_id = $1 AND namespace = $2 AND key = $3"
+);
+
+const ORPHANS: &str = concat!(
+    "SELECT ",
+    columns!(),
+    " FROM receipts
+    WHERE tenant_id = $1 AND due_at <= now() + $2::bigint * interval '1 microsecond'
+      AND ($3::text IS NULL OR namespace = $3)
+      AND ($4::timestamptz IS NULL OR (due_at, namespace, key) > ($4, $5::text, $6::text))
+    ORDER BY due_at, namespace, key
+    LIMIT $7"
+);
+
+/// Receipts in PostgreSQL.
+#[derive(Debug, Clone)]
+pub struct PgStore {
+    pool: PgPool,
+    clock: Clock,
+}
+
+impl PgStore {
+    /// Connects a pool to `url`.
+    pub async fn connect(url: &str, options: &StoreOptions) -> Result<PgStore, StoreError> {
+        let pool = PgPoolOptions::new()
+            .max_connections(options.max_connections)
+            .acquire_timeout(options.acquire_timeout)
+            .connect(url)
+            .await
+            .map_err(interpret)?;
+        Ok(PgStore {
+            pool,
+            clock: options.clock.clone(),
+        })
+    }
+
+    fn offset(&self) -> i64 {
+        self.clock.offset_micros()
+    }
+}
+
+/// Every PostgreSQL error goes through here: what means "the database is not there" becomes
+/// [`StoreError::Unavailable`], everything else [`StoreError::Database`].
+fn interpret(e: sqlx::Error) -> StoreError {
+    let unavailable = match &e {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        // 08: connection exception, 53: insufficient resources, 57P: operator intervention
+        // (shutdown, crash, cannot connect now), 40001/40P01: retryable serialization failures.
+        sqlx::Error::Database(db) => db.code().is_some_and(|c| {
+            c.starts_with("08")
+                || c.starts_with("53")
+                || c.starts_with("57P")
+                || c == "40001"
+                || c == "40P01"
+        }),
+        _ => false,
+    };
+    if unavailable {
+        StoreError::Unavailable(e)
+    } else {
+        StoreError::Database(e)
+    }
+}
+
+fn micros(d: chrono::TimeDelta) -> i64 {
+    d.num_microseconds().unwrap_or(i64::MAX)
+}
+
+fn decode(row: &sqlx::postgres::PgRow) -> Result<Receipt, StoreError> {
+    ReceiptRow::from_row(row).map_err(interpret)?.try_into()
+}
+
+#[async_trait]
+impl Store for PgStore {
+    async fn claim(
+        &self,
+        tenant: &str,
+        input: &ClaimInput,
+        policy: &Policy,
+    ) -> Result<ClaimOutcome, StoreError> {
+        for _ in 0..MAX_RACES {
+            let row = sqlx::query(CLAIM)
+                .bind(tenant)
+                .bind(&input.id.namespace)
+                .bind(&input.id.key)
+                .bind(self.offset())
+                .bind(&input.fingerprint)
+                .bind(input.new_token)
+                .bind(micros(input.lease_ttl))
+                .bind(&input.recovery_payload)
+                .bind(i64::from(policy.max_attempts))
+                .bind(crate::domain::EXCEEDED_MAX_ATTEMPTS)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(interpret)?;
+            // No row: a concurrent insert committed after this statement's snapshot.
+            let Some(row) = row else { continue };
+            let src: String = row.try_get("src").map_err(interpret)?;
+            let now: Timestamp = row.try_get("db_now").map_err(interpret)?;
+            let receipt = decode(&row)?;
+            let outcome = match src.as_str() {
+                "ins" => ClaimOutcome {
+                    decision: Decision::Claimed,
+                    receipt,
+                    write: Write::Insert,
+                },
+                "upd" => ClaimOutcome {
+                    decision: match receipt.state {
+                        State::Quarantined => Decision::Quarantined,
+                        _ => Decision::Claimed,
+                    },
+                    receipt,
+                    write: Write::Update,
+                },
+                _ => {
+                    let out = decide_claim(Some(&receipt), input, now, policy);
+                    // A write was due but another caller's commit got there first.
+                    if out.write != Write::None {
+                        continue;
+                    }
+                    out
+                }
+            };
+            return Ok(outcome);
+        }
+        Err(StoreError::Contended)
+    }
+
+    async fn act(
+        &self,
+        tenant: &str,
+        id: &ReceiptKey,
+        token: Uuid,
+        action: &Action,
+        policy: &Policy,
+    ) -> Result<Receipt, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(interpret)?;
+        let row = sqlx::query(LOCK)
+            .bind(tenant)
+            .bind(&id.namespace)
+            .bind(&id.key)
+            .bind(self.offset())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(interpret)?
+            .ok_or(StoreError::NotFound)?;
+        let now: Timestamp = row.try_get("db_now").map_err(interpret)?;
+        let current = decode(&row)?;
+        let next = apply(&current, token, action, now, policy)?;
+        if next != current {
+            sqlx::query(WRITE)
+                .bind(tenant)
+                .bind(&id.namespace)
+                .bind(&id.key)
+                .bind(next.state.as_str())
+                .bind(i32::try_from(next.attempt).unwrap_or(i32::MAX))
+                .bind(i32::try_from(next.free_attempts).unwrap_or(i32::MAX))
+                .bind(next.claim_token)
+                .bind(next.lease_expires_at)
+                .bind(next.next_attempt_at)
+                .bind(next.updated_at)
+                .bind(next.completed_at)
+                .bind(&next.last_error)
+                .bind(&next.checkpoint)
+                .bind(&next.response)
+                .bind(&next.recovery_payload)
+                .execute(&mut *tx)
+                .await
+                .map_err(interpret)?;
+        }
+        tx.commit().await.map_err(interpret)?;
+        Ok(next)
+    }
+
+    async fn get(&self, tenant: &str, id: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {
+        let row = sqlx::query(GET)
+            .bind(tenant)
+            .bind(&id.namespace)
+            .bind(&id.key)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(interpret)?;
+        row.as_ref().map(decode).transpose()
+    }
+
+    async fn list_orphaned(
+        &self,
+        tenant: &str,
+        query: &OrphanQuery,
+    ) -> Result<OrphanPage, StoreError> {
+        let after = query.after.as_ref();
+        let rows = sqlx::query(ORPHANS)
+            .bind(tenant)
+            .bind(self.offset().saturating_sub(micros(query.overdue_by)))
+            .bind(&query.namespace)
+            .bind(after.map(|c| c.due_at))
+            .bind(after.map(|c| c.namespace.as_str()))
+            .bind(after.map(|c| c.key.as_str()))
+            .bind(i64::from(query.limit) + 1)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(interpret)?;
+        let mut orphans = rows.iter().map(decode).collect::<Result<Vec<_>, _>>()?;
+        let more = orphans.len() > query.limit as usize;
+        orphans.truncate(query.limit as usize);
+        let next = match orphans.last() {
+            Some(last) if more => Some(OrphanCursor {
+                due_at: last
+                    .due_at()
+                    .ok_or_else(|| StoreError::Corrupt("orphan without a due time".into()))?,
+                namespace: last.id.namespace.clone(),
+                key: last.id.key.clone(),
+            }),
+            _ => None,
+        };
+        Ok(OrphanPage { orphans, next })
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .map_err(interpret)?;
+        Ok(())
+    }
+
+    async fn migrate(&self) -> Result<(), StoreError> {
+        sqlx::migrate!("./migrations/postgres")
+            .run(&self.pool)
+            .await?;
+        Ok(())
+    }
+}
