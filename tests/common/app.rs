@@ -1,0 +1,160 @@
+//! `spawn_app`: a real claimd on 127.0.0.1:0 over a fresh, migrated database, with a
+//! connected gRPC client and the clock offset the test moves time with.
+
+use super::pg;
+use claimd::config::Config;
+use claimd::pb::claim_service_client::ClaimServiceClient;
+use claimd::pb::{self, ClaimRequest, ClaimResponse, Decision};
+use claimd::server::Application;
+use claimd::store::{self, Clock, Store};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tonic::transport::Channel;
+
+/// A running claimd and what a test needs to talk to it.
+pub struct TestApp {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// A connected client.
+    pub client: ClaimServiceClient<Channel>,
+    /// The database clock offset shared with the server's store.
+    pub clock: Clock,
+    /// The test's own database.
+    pub database_url: String,
+    shutdown: Option<oneshot::Sender<()>>,
+    handle: Option<JoinHandle<anyhow::Result<()>>>,
+}
+
+/// A claimd over a fresh database with the default configuration.
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+/// A claimd over a fresh database, after `configure` adjusted the configuration.
+pub async fn spawn_app_with(configure: impl FnOnce(&mut Config)) -> TestApp {
+    spawn_app_on(pg::fresh_database().await, configure).await
+}
+
+/// A claimd over the given database (migrated at start).
+pub async fn spawn_app_on(database_url: String, configure: impl FnOnce(&mut Config)) -> TestApp {
+    let mut config = Config::for_database(database_url.clone());
+    config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+    configure(&mut config);
+    let clock = config.store.clock.clone();
+    // A test cannot go on without its server.
+    let app = Application::build(config).await.expect("claimd starts");
+    let addr = app.local_addr();
+    let (tx, rx) = oneshot::channel::<()>();
+    let handle = tokio::spawn(app.run_until(async {
+        let _ = rx.await;
+    }));
+    TestApp {
+        addr,
+        client: connect(addr).await,
+        clock,
+        database_url,
+        shutdown: Some(tx),
+        handle: Some(handle),
+    }
+}
+
+/// A client connected to `addr`.
+pub async fn connect(addr: SocketAddr) -> ClaimServiceClient<Channel> {
+    let endpoint = format!("http://{addr}");
+    // The server was bound before this is called, so connecting must work.
+    ClaimServiceClient::connect(endpoint)
+        .await
+        .expect("client connects")
+}
+
+impl TestApp {
+    /// Moves the database clock forward without sleeping.
+    pub fn advance(&self, by: Duration) {
+        self.clock
+            .advance(chrono::TimeDelta::from_std(by).unwrap_or(chrono::TimeDelta::MAX));
+    }
+
+    /// A second client, e.g. for another concurrent caller.
+    pub async fn new_client(&self) -> ClaimServiceClient<Channel> {
+        connect(self.addr).await
+    }
+
+    /// A store on the same database and clock, to seed or inspect rows directly (e.g. for
+    /// another tenant).
+    pub async fn store(&self) -> Arc<dyn Store> {
+        let options = store::StoreOptions {
+            clock: self.clock.clone(),
+            ..store::StoreOptions::default()
+        };
+        // The server is using this database right now.
+        store::open(&self.database_url, &options)
+            .await
+            .expect("store opens")
+    }
+
+    /// Claims `key` in `namespace` with fingerprint `fp` and a 30 s lease.
+    pub async fn claim(&self, namespace: &str, key: &str, fp: &[u8]) -> ClaimResponse {
+        let request = ClaimRequest {
+            namespace: namespace.into(),
+            key: key.into(),
+            fingerprint: fp.to_vec(),
+            lease_ttl: Some(prost_types::Duration {
+                seconds: 30,
+                nanos: 0,
+            }),
+            ..Default::default()
+        };
+        // Helpers are for the happy path; tests of errors call the client directly.
+        self.client
+            .clone()
+            .claim(request)
+            .await
+            .expect("Claim succeeds")
+            .into_inner()
+    }
+
+    /// The receipt as Get returns it.
+    pub async fn get(&self, namespace: &str, key: &str) -> Result<pb::Receipt, tonic::Status> {
+        let request = pb::GetRequest {
+            namespace: namespace.into(),
+            key: key.into(),
+        };
+        let response = self.client.clone().get(request).await?.into_inner();
+        // Get always carries a receipt.
+        Ok(response.receipt.expect("Get returns a receipt"))
+    }
+
+    /// Stops the server and waits until it has exited.
+    pub async fn shutdown(mut self) {
+        self.stop().await;
+    }
+
+    async fn stop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(handle) = self.handle.take() {
+            // The server task returns its own error; a panic in it fails the test.
+            handle
+                .await
+                .expect("server task")
+                .expect("server exits cleanly");
+        }
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// The decision of a Claim response as the enum.
+pub fn decision(response: &ClaimResponse) -> Decision {
+    Decision::try_from(response.decision).unwrap_or(Decision::Unspecified)
+}
