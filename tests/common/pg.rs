@@ -52,8 +52,10 @@ pub async fn fresh_database() -> String {
     }
 }
 
-/// A PostgreSQL server of its own (own data dir and socket), for tests that
-/// stop and restart the database without disturbing the shared server.
+/// A PostgreSQL server of its own (data dir, socket and logs in
+/// `/tmp/claimd-pg-<pid>-<n>/`), for tests that stop and restart the database
+/// without disturbing the shared server. Always local, even when
+/// `CLAIMD_TEST_DATABASE_URL` is set.
 pub struct PrivateCluster {
     dir: PathBuf,
     server: Option<Server>,
@@ -176,7 +178,7 @@ impl PrivateCluster {
                 let rt = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build();
-                // Reason: a current-thread runtime only fails to build if the OS is out of resources.
+                // Reason: fails only when the OS is out of threads or descriptors.
                 let rt = rt.expect("cannot build tokio runtime");
                 rt.block_on(async {
                     let deadline = Instant::now() + READY_TIMEOUT;
