@@ -35,9 +35,14 @@ pub enum Command {
 /// Where the receipts live.
 #[derive(Debug, Clone, Args)]
 pub struct DatabaseArgs {
-    /// The database, e.g. `postgres://user@host/claimd`.
+    /// The database: `postgres://user@host/claimd` or `sqlite://path/to/claimd.db`.
+    /// Default: the embedded SQLite database `claimd.db` in `--data-dir`.
     #[arg(long, env = "CLAIMD_DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
+    /// Where the embedded database lives when no `--database-url` is given (created on
+    /// first start).
+    #[arg(long, env = "CLAIMD_DATA_DIR", default_value = "claimd-data")]
+    pub data_dir: std::path::PathBuf,
     /// Most database connections per process.
     #[arg(long, env = "CLAIMD_DB_POOL_SIZE", default_value_t = 16)]
     pub db_pool_size: u32,
@@ -47,13 +52,16 @@ pub struct DatabaseArgs {
 }
 
 impl DatabaseArgs {
-    /// The database URL, which is required until claimd has an embedded default.
-    pub fn url(&self) -> anyhow::Result<&str> {
-        self.database_url.as_deref().ok_or_else(|| {
-            anyhow::anyhow!(
-                "--database-url (or CLAIMD_DATABASE_URL) is required, e.g. postgres://postgres@localhost/claimd"
-            )
-        })
+    /// The database URL: the one given, or the embedded database in the data directory.
+    pub fn url(&self) -> anyhow::Result<String> {
+        if let Some(url) = &self.database_url {
+            return Ok(url.clone());
+        }
+        let file = self.data_dir.join("claimd.db");
+        let file = file
+            .to_str()
+            .ok_or_else(|| anyhow::anyhow!("--data-dir must be valid UTF-8"))?;
+        Ok(format!("sqlite://{file}"))
     }
 
     /// Pool settings for these arguments.
@@ -155,7 +163,10 @@ impl Config {
         let mut config = Config::for_database(db.url()?);
         config.listen = args.listen;
         config.migrate = !args.no_migrate;
-        config.store = db.store_options();
+        config.store = StoreOptions {
+            exclusive: true,
+            ..db.store_options()
+        };
         config.health_interval = args.health_interval;
         config.shutdown_grace = args.shutdown_grace;
         Ok(config)

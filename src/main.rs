@@ -12,7 +12,7 @@ async fn main() -> anyhow::Result<()> {
         Some(Command::Serve(args)) => serve(args).await,
         Some(Command::Migrate(db)) => {
             claimd::telemetry::init(claimd::config::LogFormat::Text);
-            let store = claimd::store::open(db.url()?, &db.store_options()).await?;
+            let store = claimd::store::open(&db.url()?, &db.store_options()).await?;
             store.migrate().await?;
             tracing::info!("migrations applied");
             Ok(())

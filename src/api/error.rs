@@ -50,7 +50,11 @@ impl From<StoreError> for Status {
             StoreError::Contended => {
                 Status::unavailable("too much contention on this key; retry later")
             }
-            StoreError::Database(_) | StoreError::Migrate(_) | StoreError::Corrupt(_) => {
+            StoreError::Database(_)
+            | StoreError::Migrate(_)
+            | StoreError::Corrupt(_)
+            | StoreError::Open(_)
+            | StoreError::UnsupportedUrl => {
                 tracing::error!(error = %e, source = ?std::error::Error::source(&e), "store error");
                 Status::internal("internal error")
             }

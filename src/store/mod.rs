@@ -4,6 +4,7 @@
 
 mod clock;
 pub mod postgres;
+pub mod sqlite;
 
 pub use clock::Clock;
 
@@ -12,6 +13,7 @@ use crate::domain::{
 };
 use async_trait::async_trait;
 use chrono::TimeDelta;
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// What the storage layer can fail with.
@@ -35,6 +37,12 @@ pub enum StoreError {
     /// Claim lost the race to concurrent commits too many times in a row.
     #[error("too much contention on one key; try again")]
     Contended,
+    /// The embedded database cannot be opened, or another process serves it.
+    #[error("{0}")]
+    Open(String),
+    /// The database URL names no store claimd has.
+    #[error("unsupported database URL: expected postgres://… or sqlite://…")]
+    UnsupportedUrl,
     /// A stored row violates claimd's own rules.
     #[error("corrupt row: {0}")]
     Corrupt(String),
@@ -71,6 +79,29 @@ pub struct OrphanPage {
     pub orphans: Vec<Receipt>,
     /// Where the next page starts; `None` on the last page.
     pub next: Option<OrphanCursor>,
+}
+
+impl OrphanPage {
+    /// The page for `rows` fetched with `LIMIT limit + 1`: the extra row only says that
+    /// there is a next page.
+    pub fn from_rows(mut rows: Vec<Receipt>, limit: u32) -> Result<OrphanPage, StoreError> {
+        let more = rows.len() > limit as usize;
+        rows.truncate(limit as usize);
+        let next = match rows.last() {
+            Some(last) if more => Some(OrphanCursor {
+                due_at: last
+                    .due_at()
+                    .ok_or_else(|| StoreError::Corrupt("orphan without a due time".into()))?,
+                namespace: last.id.namespace.clone(),
+                key: last.id.key.clone(),
+            }),
+            _ => None,
+        };
+        Ok(OrphanPage {
+            orphans: rows,
+            next,
+        })
+    }
 }
 
 /// The durable home of receipts. Every method is scoped by the tenant from the credentials,
@@ -112,14 +143,16 @@ pub trait Store: Send + Sync + 'static {
     async fn migrate(&self) -> Result<(), StoreError>;
 }
 
-/// Opens the store a database URL names (`postgres://…`).
-pub async fn open(
-    url: &str,
-    options: &StoreOptions,
-) -> Result<std::sync::Arc<dyn Store>, StoreError> {
-    Ok(std::sync::Arc::new(
-        postgres::PgStore::connect(url, options).await?,
-    ))
+/// Opens the store a database URL names: `postgres://…` (or `postgresql://…`) or
+/// `sqlite://…`. The URL never appears in an error, since it may hold a password.
+pub async fn open(url: &str, options: &StoreOptions) -> Result<Arc<dyn Store>, StoreError> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok(Arc::new(postgres::PgStore::connect(url, options).await?))
+    } else if url.starts_with("sqlite:") {
+        Ok(Arc::new(sqlite::SqliteStore::open(url, options).await?))
+    } else {
+        Err(StoreError::UnsupportedUrl)
+    }
 }
 
 /// Connection settings shared by the stores.
@@ -131,6 +164,8 @@ pub struct StoreOptions {
     pub acquire_timeout: std::time::Duration,
     /// The offset added to the database clock (tests move time with it).
     pub clock: Clock,
+    /// Take the embedded database's file lock, so no second claimd serves the same file.
+    pub exclusive: bool,
 }
 
 impl Default for StoreOptions {
@@ -139,6 +174,7 @@ impl Default for StoreOptions {
             max_connections: 16,
             acquire_timeout: std::time::Duration::from_secs(5),
             clock: Clock::default(),
+            exclusive: false,
         }
     }
 }

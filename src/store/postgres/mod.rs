@@ -14,7 +14,7 @@ use crate::domain::{
     Action, ClaimInput, ClaimOutcome, Decision, Policy, Receipt, ReceiptKey, State, Timestamp,
     Write, apply, decide_claim,
 };
-use crate::store::{Clock, OrphanCursor};
+use crate::store::Clock;
 use async_trait::async_trait;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::{FromRow, Row};
@@ -24,7 +24,7 @@ use uuid::Uuid;
 const MAX_RACES: usize = 4;
 
 const CLAIM: &str = "
-WITH c AS (SELECT now() + $4::bigint * interval '1 microsecond' AS now),
+WITH c AS (SELECT COALESCE($11::timestamptz, now()) + $4::bigint * interval '1 microsecond' AS now),
 cur AS (
     SELECT r.* FROM receipts r WHERE r.tenant_id = $1 AND r.namespace = $2 AND r.key = $3
 ),
@@ -59,7 +59,7 @@ UNION ALL SELECT 'upd', c.now, upd.* FROM upd, c
 UNION ALL SELECT 'cur', c.now, cur.* FROM cur, c WHERE NOT EXISTS (SELECT 1 FROM upd)";
 
 const LOCK: &str = concat!(
-    "SELECT now() + $4::bigint * interval '1 microsecond' AS db_now, ",
+    "SELECT COALESCE($5::timestamptz, now()) + $4::bigint * interval '1 microsecond' AS db_now, ",
     columns!(),
     " FROM receipts WHERE tenant_id = $1 AND namespace = $2 AND key = $3 FOR UPDATE"
 );
@@ -80,7 +80,8 @@ const ORPHANS: &str = concat!(
     "SELECT ",
     columns!(),
     " FROM receipts
-    WHERE tenant_id = $1 AND due_at <= now() + $2::bigint * interval '1 microsecond'
+    WHERE tenant_id = $1
+      AND due_at <= COALESCE($8::timestamptz, now()) + $2::bigint * interval '1 microsecond'
       AND ($3::text IS NULL OR namespace = $3)
       AND ($4::timestamptz IS NULL OR (due_at, namespace, key) > ($4, $5::text, $6::text))
     ORDER BY due_at, namespace, key
@@ -169,6 +170,7 @@ impl Store for PgStore {
                 .bind(&input.recovery_payload)
                 .bind(i64::from(policy.max_attempts))
                 .bind(crate::domain::EXCEEDED_MAX_ATTEMPTS)
+                .bind(self.clock.frozen())
                 .fetch_optional(&self.pool)
                 .await
                 .map_err(interpret)?;
@@ -219,6 +221,7 @@ impl Store for PgStore {
             .bind(&id.namespace)
             .bind(&id.key)
             .bind(self.offset())
+            .bind(self.clock.frozen())
             .fetch_optional(&mut *tx)
             .await
             .map_err(interpret)?
@@ -276,23 +279,12 @@ impl Store for PgStore {
             .bind(after.map(|c| c.namespace.as_str()))
             .bind(after.map(|c| c.key.as_str()))
             .bind(i64::from(query.limit) + 1)
+            .bind(self.clock.frozen())
             .fetch_all(&self.pool)
             .await
             .map_err(interpret)?;
-        let mut orphans = rows.iter().map(decode).collect::<Result<Vec<_>, _>>()?;
-        let more = orphans.len() > query.limit as usize;
-        orphans.truncate(query.limit as usize);
-        let next = match orphans.last() {
-            Some(last) if more => Some(OrphanCursor {
-                due_at: last
-                    .due_at()
-                    .ok_or_else(|| StoreError::Corrupt("orphan without a due time".into()))?,
-                namespace: last.id.namespace.clone(),
-                key: last.id.key.clone(),
-            }),
-            _ => None,
-        };
-        Ok(OrphanPage { orphans, next })
+        let orphans = rows.iter().map(decode).collect::<Result<Vec<_>, _>>()?;
+        OrphanPage::from_rows(orphans, query.limit)
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

@@ -1,0 +1,270 @@
+//! The embedded SQLite store: one file, one claimd process, the same semantics as
+//! PostgreSQL. WAL journal with `synchronous=FULL`, so a commit is on disk before claimd
+//! answers. Reads (duplicates, Get, ListOrphaned) use a pool of readers; every write goes
+//! through a single writer connection in a `BEGIN IMMEDIATE` transaction that re-reads the
+//! row, decides with the pure domain functions and writes the result, so writes are
+//! serialized and exactly one Claim wins. The clock is this process's (the database is in
+//! this process), shifted by the store's [`Clock`].
+
+mod lock;
+mod row;
+
+pub use lock::FileLock;
+
+use self::row::{ReceiptRow, columns, micros};
+use super::{OrphanPage, OrphanQuery, Store, StoreError, StoreOptions};
+use crate::domain::{
+    Action, ClaimInput, ClaimOutcome, Policy, Receipt, ReceiptKey, Write, apply, decide_claim,
+};
+use crate::store::Clock;
+use async_trait::async_trait;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
+    SqliteSynchronous,
+};
+use sqlx::{Connection, FromRow};
+use std::str::FromStr;
+use std::sync::Arc;
+use uuid::Uuid;
+
+const GET: &str = concat!(
+    "SELECT ",
+    columns!(),
+    " FROM receipts WHERE tenant_id = ?1 AND namespace = ?2 AND key = ?3"
+);
+
+const UPSERT: &str = "INSERT INTO receipts (tenant_id, namespace, key, state, attempt,
+    free_attempts, fingerprint, claim_token, lease_expires_at, next_attempt_at, created_at,
+    updated_at, completed_at, last_error, checkpoint, response, recovery_payload)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
+    ON CONFLICT (tenant_id, namespace, key) DO UPDATE SET state = excluded.state,
+    attempt = excluded.attempt, free_attempts = excluded.free_attempts,
+    claim_token = excluded.claim_token, lease_expires_at = excluded.lease_expires_at,
+    next_attempt_at = excluded.next_attempt_at, updated_at = excluded.updated_at,
+    completed_at = excluded.completed_at, last_error = excluded.last_error,
+    checkpoint = excluded.checkpoint, response = excluded.response,
+    recovery_payload = excluded.recovery_payload";
+
+const ORPHANS: &str = concat!(
+    "SELECT ",
+    columns!(),
+    " FROM receipts
+    WHERE tenant_id = ?1 AND due_at <= ?2
+      AND (?3 IS NULL OR namespace = ?3)
+      AND (?4 IS NULL OR (due_at, namespace, key) > (?4, ?5, ?6))
+    ORDER BY due_at, namespace, key
+    LIMIT ?7"
+);
+
+/// Receipts in one SQLite file.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    reader: SqlitePool,
+    writer: SqlitePool,
+    clock: Clock,
+    _lock: Option<Arc<FileLock>>,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database `url` names. With `options.exclusive`, takes
+    /// the file lock first, so a second claimd on the same file refuses to start.
+    pub async fn open(url: &str, options: &StoreOptions) -> Result<SqliteStore, StoreError> {
+        let connect = SqliteConnectOptions::from_str(url)
+            .map_err(|_| StoreError::UnsupportedUrl)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(options.acquire_timeout);
+        if let Some(dir) = connect
+            .get_filename()
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+        {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| StoreError::Open(format!("cannot create {}: {e}", dir.display())))?;
+        }
+        let lock = match options.exclusive {
+            true => Some(Arc::new(lock::lock(connect.get_filename())?)),
+            false => None,
+        };
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(options.acquire_timeout)
+            .connect_with(connect.clone())
+            .await
+            .map_err(interpret)?;
+        let reader = SqlitePoolOptions::new()
+            .max_connections(options.max_connections.clamp(1, 8))
+            .acquire_timeout(options.acquire_timeout)
+            .connect_with(connect.read_only(true))
+            .await
+            .map_err(interpret)?;
+        Ok(SqliteStore {
+            reader,
+            writer,
+            clock: options.clock.clone(),
+            _lock: lock,
+        })
+    }
+}
+
+/// Every SQLite error goes through here: a busy or unopenable database is unavailable.
+fn interpret(e: sqlx::Error) -> StoreError {
+    let unavailable = match &e {
+        sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed => true,
+        sqlx::Error::WorkerCrashed => true,
+        // SQLITE_BUSY (5), SQLITE_LOCKED (6), SQLITE_IOERR (10), SQLITE_FULL (13),
+        // SQLITE_CANTOPEN (14), including their extended codes.
+        sqlx::Error::Database(db) => db
+            .code()
+            .and_then(|c| c.parse::<i64>().ok())
+            .is_some_and(|code| matches!(code & 0xff, 5 | 6 | 10 | 13 | 14)),
+        _ => false,
+    };
+    if unavailable {
+        StoreError::Unavailable(e)
+    } else {
+        StoreError::Database(e)
+    }
+}
+
+async fn fetch(
+    conn: &mut SqliteConnection,
+    tenant: &str,
+    id: &ReceiptKey,
+) -> Result<Option<Receipt>, StoreError> {
+    let row = sqlx::query(GET)
+        .bind(tenant)
+        .bind(&id.namespace)
+        .bind(&id.key)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(interpret)?;
+    row.map(|r| ReceiptRow::from_row(&r).map_err(interpret)?.try_into())
+        .transpose()
+}
+
+async fn upsert(conn: &mut SqliteConnection, tenant: &str, r: &Receipt) -> Result<(), StoreError> {
+    sqlx::query(UPSERT)
+        .bind(tenant)
+        .bind(&r.id.namespace)
+        .bind(&r.id.key)
+        .bind(r.state.as_str())
+        .bind(i64::from(r.attempt))
+        .bind(i64::from(r.free_attempts))
+        .bind(&r.fingerprint)
+        .bind(r.claim_token)
+        .bind(r.lease_expires_at.map(micros))
+        .bind(r.next_attempt_at.map(micros))
+        .bind(micros(r.created_at))
+        .bind(micros(r.updated_at))
+        .bind(r.completed_at.map(micros))
+        .bind(&r.last_error)
+        .bind(&r.checkpoint)
+        .bind(&r.response)
+        .bind(&r.recovery_payload)
+        .execute(&mut *conn)
+        .await
+        .map_err(interpret)?;
+    Ok(())
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn claim(
+        &self,
+        tenant: &str,
+        input: &ClaimInput,
+        policy: &Policy,
+    ) -> Result<ClaimOutcome, StoreError> {
+        // A duplicate is answered from a reader, without touching the writer.
+        let mut reader = self.reader.acquire().await.map_err(interpret)?;
+        let current = fetch(&mut reader, tenant, &input.id).await?;
+        drop(reader);
+        let outcome = decide_claim(current.as_ref(), input, self.clock.now(), policy);
+        if outcome.write == Write::None {
+            return Ok(outcome);
+        }
+        let mut writer = self.writer.acquire().await.map_err(interpret)?;
+        let mut tx = writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(interpret)?;
+        let current = fetch(&mut tx, tenant, &input.id).await?;
+        let outcome = decide_claim(current.as_ref(), input, self.clock.now(), policy);
+        if outcome.write != Write::None {
+            upsert(&mut tx, tenant, &outcome.receipt).await?;
+        }
+        tx.commit().await.map_err(interpret)?;
+        Ok(outcome)
+    }
+
+    async fn act(
+        &self,
+        tenant: &str,
+        id: &ReceiptKey,
+        token: Uuid,
+        action: &Action,
+        policy: &Policy,
+    ) -> Result<Receipt, StoreError> {
+        let mut writer = self.writer.acquire().await.map_err(interpret)?;
+        let mut tx = writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(interpret)?;
+        let current = fetch(&mut tx, tenant, id)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        let next = apply(&current, token, action, self.clock.now(), policy)?;
+        if next != current {
+            upsert(&mut tx, tenant, &next).await?;
+        }
+        tx.commit().await.map_err(interpret)?;
+        Ok(next)
+    }
+
+    async fn get(&self, tenant: &str, id: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {
+        let mut reader = self.reader.acquire().await.map_err(interpret)?;
+        fetch(&mut reader, tenant, id).await
+    }
+
+    async fn list_orphaned(
+        &self,
+        tenant: &str,
+        query: &OrphanQuery,
+    ) -> Result<OrphanPage, StoreError> {
+        let after = query.after.as_ref();
+        let due_by = self.clock.now() - query.overdue_by;
+        let rows = sqlx::query(ORPHANS)
+            .bind(tenant)
+            .bind(micros(due_by))
+            .bind(&query.namespace)
+            .bind(after.map(|c| micros(c.due_at)))
+            .bind(after.map(|c| c.namespace.as_str()))
+            .bind(after.map(|c| c.key.as_str()))
+            .bind(i64::from(query.limit) + 1)
+            .fetch_all(&self.reader)
+            .await
+            .map_err(interpret)?;
+        let orphans = rows
+            .iter()
+            .map(|r| ReceiptRow::from_row(r).map_err(interpret)?.try_into())
+            .collect::<Result<Vec<Receipt>, StoreError>>()?;
+        OrphanPage::from_rows(orphans, query.limit)
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1")
+            .execute(&self.reader)
+            .await
+            .map_err(interpret)?;
+        Ok(())
+    }
+
+    async fn migrate(&self) -> Result<(), StoreError> {
+        sqlx::migrate!("./migrations/sqlite")
+            .run(&self.writer)
+            .await?;
+        Ok(())
+    }
+}
