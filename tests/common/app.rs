@@ -14,6 +14,31 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tonic::transport::Channel;
 
+/// Which store a test runs against; the conformance suite runs every test on both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// A fresh database on the harness's PostgreSQL.
+    Postgres,
+    /// A fresh embedded database file in a temporary directory.
+    Sqlite,
+}
+
+impl Backend {
+    /// A fresh, empty database of this kind: its URL and, for SQLite, the directory that
+    /// holds it (deleted when dropped).
+    pub async fn fresh_database(self) -> (String, Option<tempfile::TempDir>) {
+        match self {
+            Backend::Postgres => (pg::fresh_database().await, None),
+            Backend::Sqlite => {
+                // A test cannot run without somewhere to put its database.
+                let dir = tempfile::tempdir().expect("temp dir");
+                let url = format!("sqlite://{}/claimd.db", dir.path().display());
+                (url, Some(dir))
+            }
+        }
+    }
+}
+
 /// A running claimd and what a test needs to talk to it.
 pub struct TestApp {
     /// Where it listens.
@@ -26,16 +51,30 @@ pub struct TestApp {
     pub database_url: String,
     shutdown: Option<oneshot::Sender<()>>,
     handle: Option<JoinHandle<anyhow::Result<()>>>,
+    _dir: Option<tempfile::TempDir>,
 }
 
-/// A claimd over a fresh database with the default configuration.
+/// A claimd over a fresh PostgreSQL database with the default configuration.
 pub async fn spawn_app() -> TestApp {
-    spawn_app_with(|_| {}).await
+    spawn_app_for_with(Backend::Postgres, |_| {}).await
 }
 
-/// A claimd over a fresh database, after `configure` adjusted the configuration.
+/// A claimd over a fresh PostgreSQL database, after `configure` adjusted the configuration.
 pub async fn spawn_app_with(configure: impl FnOnce(&mut Config)) -> TestApp {
-    spawn_app_on(pg::fresh_database().await, configure).await
+    spawn_app_for_with(Backend::Postgres, configure).await
+}
+
+/// A claimd over a fresh database of `backend` with the default configuration.
+pub async fn spawn_app_for(backend: Backend) -> TestApp {
+    spawn_app_for_with(backend, |_| {}).await
+}
+
+/// A claimd over a fresh database of `backend`, after `configure` adjusted the configuration.
+pub async fn spawn_app_for_with(backend: Backend, configure: impl FnOnce(&mut Config)) -> TestApp {
+    let (url, dir) = backend.fresh_database().await;
+    let mut app = spawn_app_on(url, configure).await;
+    app._dir = dir;
+    app
 }
 
 /// A claimd over the given database (migrated at start).
@@ -58,6 +97,7 @@ pub async fn spawn_app_on(database_url: String, configure: impl FnOnce(&mut Conf
         database_url,
         shutdown: Some(tx),
         handle: Some(handle),
+        _dir: None,
     }
 }
 

@@ -4,3 +4,27 @@
 
 pub mod app;
 pub mod pg;
+
+/// Runs each listed `async fn name(backend: Backend)` twice, as `postgres::name` and
+/// `sqlite::name`: one conformance suite, two stores.
+#[macro_export]
+macro_rules! conformance {
+    ($($name:ident),+ $(,)?) => {
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::common::app::Backend::Postgres).await
+                }
+            )+
+        }
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::common::app::Backend::Sqlite).await
+                }
+            )+
+        }
+    };
+}

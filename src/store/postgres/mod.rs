@@ -46,7 +46,8 @@ upd AS (
                                 ELSE c.now + $7::bigint * interval '1 microsecond' END,
         last_error = CASE WHEN r.attempt - r.free_attempts >= $9 THEN $10 ELSE r.last_error END,
         next_attempt_at = NULL,
-        recovery_payload = COALESCE(r.recovery_payload, $8),
+        recovery_payload = CASE WHEN r.attempt - r.free_attempts >= $9 THEN r.recovery_payload
+                                ELSE COALESCE(r.recovery_payload, $8) END,
         updated_at = c.now
     FROM c, cur
     WHERE r.tenant_id = $1 AND r.namespace = $2 AND r.key = $3 AND cur.fingerprint = $5
