@@ -79,6 +79,9 @@ impl Application {
         let incoming = TcpListenerStream::new(self.listener);
         let server = tokio::spawn(
             Server::builder()
+                .layer(tower::util::MapResponseLayer::new(
+                    oversized_is_resource_exhausted,
+                ))
                 .add_service(health_service)
                 .add_service(reflection_v1)
                 .add_service(reflection_v1alpha)
@@ -99,6 +102,20 @@ impl Application {
         }
         Ok(())
     }
+}
+
+/// tonic rejects a request over the message size limit with OUT_OF_RANGE before any
+/// handler runs; the contract (and grpc-go, grpc-java) says RESOURCE_EXHAUSTED.
+fn oversized_is_resource_exhausted<B>(mut response: http::Response<B>) -> http::Response<B> {
+    let headers = response.headers_mut();
+    let out_of_range = headers.get("grpc-status").is_some_and(|s| s == "11");
+    let too_large = headers
+        .get("grpc-message")
+        .is_some_and(|m| m.as_bytes().windows(17).any(|w| w == b"length%20too%20la"));
+    if out_of_range && too_large {
+        headers.insert("grpc-status", http::HeaderValue::from_static("8"));
+    }
+    response
 }
 
 async fn set_status(reporter: &HealthReporter, status: ServingStatus) {
