@@ -59,7 +59,7 @@ async fn worker(store: Arc<dyn Store>, clock: Clock, log: Arc<Mutex<Log>>, seed:
             .await
             .expect("claim answers");
         if out.decision != Decision::Claimed {
-            if (seed + round) % 5 == 0 {
+            if (seed + round).is_multiple_of(5) {
                 clock.advance(TimeDelta::seconds(3));
             }
             continue;
@@ -76,7 +76,7 @@ async fn worker(store: Arc<dyn Store>, clock: Clock, log: Arc<Mutex<Log>>, seed:
             1 => Action::Retry {
                 error: "try later".into(),
                 retry_after: Some(TimeDelta::seconds(1)),
-                count_attempt: round % 2 == 0,
+                count_attempt: round.is_multiple_of(2),
                 jitter: 0.5,
             },
             2 => Action::Heartbeat {
