@@ -94,16 +94,21 @@ async fn migrate_creates_the_schema_and_serve_without_migrating_uses_it() {
 }
 
 #[tokio::test]
-async fn serve_without_a_database_url_says_what_is_missing() {
+async fn serve_with_an_unknown_database_scheme_says_which_are_supported() {
     let output = claimd()
         .args(["--listen", &free_addr().to_string()])
+        .args(["--database-url", "mysql://root:hunter2@localhost/claimd"])
         .output()
         .unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("--database-url"),
+        stderr.contains("postgres://") && stderr.contains("sqlite://"),
         "unhelpful error: {stderr}"
+    );
+    assert!(
+        !stderr.contains("hunter2"),
+        "the URL's password leaked into the error: {stderr}"
     );
 }
 

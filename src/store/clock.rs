@@ -66,8 +66,11 @@ impl Clock {
         self.frozen().unwrap_or(base) + TimeDelta::microseconds(self.offset_micros())
     }
 
-    /// Now, on this process's clock (for the embedded store, whose database is this process).
+    /// Now, on this process's clock (for the embedded store, whose database is this process),
+    /// at the microsecond precision the stores keep.
     pub fn now(&self) -> Timestamp {
-        self.now_from(Utc::now())
+        let base = Utc::now();
+        let micros = DateTime::from_timestamp_micros(base.timestamp_micros()).unwrap_or(base);
+        self.now_from(micros)
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod app;
 pub mod pg;
+pub mod process;
 
 /// Runs each listed `async fn name(backend: Backend)` twice, as `postgres::name` and
 /// `sqlite::name`: one conformance suite, two stores.
