@@ -4,7 +4,7 @@ mod common;
 mod receipt_ops;
 
 use claimd::pb::{self, ClaimRequest, CompleteRequest, Decision, State};
-use common::app::{TestApp, decision, spawn_app};
+use common::app::{Backend, TestApp, decision, spawn_app_for};
 use receipt_ops::{
     FP, LEASE_SECS, NS, SECOND, claim, claim_request, claimed, complete, get, heartbeat, micros,
     quarantine, retry,
@@ -39,9 +39,8 @@ async fn assert_read(app: &TestApp, key: &str, expected: Decision) -> pb::Receip
     response.receipt.expect("a receipt")
 }
 
-#[tokio::test]
-async fn first_claim_is_claimed_and_completed_claims_replay_the_response() {
-    let app = spawn_app().await;
+async fn first_claim_is_claimed_and_completed_claims_replay_the_response(backend: Backend) {
+    let app = spawn_app_for(backend).await;
     let first = app.claim("slack-events", "Ev1", b"fp").await;
     assert_eq!(decision(&first), Decision::Claimed);
     assert!(!first.claim_token.is_empty());
@@ -72,9 +71,10 @@ async fn first_claim_is_claimed_and_completed_claims_replay_the_response() {
     app.shutdown().await;
 }
 
-#[tokio::test]
-async fn first_claim_creates_a_processing_receipt_with_attempt_one_and_a_lease_of_lease_ttl() {
-    let app = spawn_app().await;
+async fn first_claim_creates_a_processing_receipt_with_attempt_one_and_a_lease_of_lease_ttl(
+    backend: Backend,
+) {
+    let app = spawn_app_for(backend).await;
     let (token, r) = claimed(&app, "Ev1", b"body").await;
     assert!(uuid::Uuid::try_parse(&token).is_ok(), "token {token:?}");
     assert_eq!((r.state(), r.attempt), (State::Processing, 1));
@@ -92,18 +92,18 @@ async fn first_claim_creates_a_processing_receipt_with_attempt_one_and_a_lease_o
     assert_eq!(get(&app, "Ev1").await, r, "Get shows what Claim returned");
 }
 
-#[tokio::test]
-async fn claim_with_another_fingerprint_conflicts_while_processing_even_after_the_lease() {
-    let app = spawn_app().await;
+async fn claim_with_another_fingerprint_conflicts_while_processing_even_after_the_lease(
+    backend: Backend,
+) {
+    let app = spawn_app_for(backend).await;
     claimed(&app, "Ev1", b"body").await;
     assert_conflict_changes_nothing(&app, "Ev1").await;
     app.advance(Duration::from_secs(60));
     assert_conflict_changes_nothing(&app, "Ev1").await;
 }
 
-#[tokio::test]
-async fn claim_with_another_fingerprint_conflicts_in_retry_wait_even_when_due() {
-    let app = spawn_app().await;
+async fn claim_with_another_fingerprint_conflicts_in_retry_wait_even_when_due(backend: Backend) {
+    let app = spawn_app_for(backend).await;
     let (token, _) = claimed(&app, "Ev1", b"body").await;
     retry(&app, "Ev1", &token, Some(10), None).await.unwrap();
     assert_conflict_changes_nothing(&app, "Ev1").await;
@@ -111,25 +111,22 @@ async fn claim_with_another_fingerprint_conflicts_in_retry_wait_even_when_due() 
     assert_conflict_changes_nothing(&app, "Ev1").await;
 }
 
-#[tokio::test]
-async fn claim_with_another_fingerprint_conflicts_after_completion() {
-    let app = spawn_app().await;
+async fn claim_with_another_fingerprint_conflicts_after_completion(backend: Backend) {
+    let app = spawn_app_for(backend).await;
     let (token, _) = claimed(&app, "Ev1", b"body").await;
     complete(&app, "Ev1", &token, b"200 ok").await.unwrap();
     assert_conflict_changes_nothing(&app, "Ev1").await;
 }
 
-#[tokio::test]
-async fn claim_with_another_fingerprint_conflicts_after_quarantine() {
-    let app = spawn_app().await;
+async fn claim_with_another_fingerprint_conflicts_after_quarantine(backend: Backend) {
+    let app = spawn_app_for(backend).await;
     let (token, _) = claimed(&app, "Ev1", b"body").await;
     quarantine(&app, "Ev1", &token, "poison").await.unwrap();
     assert_conflict_changes_nothing(&app, "Ev1").await;
 }
 
-#[tokio::test]
-async fn claim_returns_quarantined_with_the_last_error_after_a_quarantine() {
-    let app = spawn_app().await;
+async fn claim_returns_quarantined_with_the_last_error_after_a_quarantine(backend: Backend) {
+    let app = spawn_app_for(backend).await;
     let (token, _) = claimed(&app, "Ev1", b"body").await;
     quarantine(&app, "Ev1", &token, "unparseable payload")
         .await
@@ -147,9 +144,8 @@ async fn claim_returns_quarantined_with_the_last_error_after_a_quarantine() {
     );
 }
 
-#[tokio::test]
-async fn claim_returns_in_flight_while_the_lease_is_held() {
-    let app = spawn_app().await;
+async fn claim_returns_in_flight_while_the_lease_is_held(backend: Backend) {
+    let app = spawn_app_for(backend).await;
     let (_, first) = claimed(&app, "Ev1", b"body").await;
     for _ in 0..3 {
         let r = assert_read(&app, "Ev1", Decision::InFlight).await;
@@ -162,9 +158,10 @@ async fn claim_returns_in_flight_while_the_lease_is_held() {
     assert_eq!((r.attempt, r.lease_expires_at), (1, first.lease_expires_at));
 }
 
-#[tokio::test]
-async fn claim_returns_retry_scheduled_until_next_attempt_at_then_claims_attempt_two() {
-    let app = spawn_app().await;
+async fn claim_returns_retry_scheduled_until_next_attempt_at_then_claims_attempt_two(
+    backend: Backend,
+) {
+    let app = spawn_app_for(backend).await;
     let (token, _) = claimed(&app, "Ev1", b"body").await;
     heartbeat(&app, "Ev1", &token, None, Some(b"reply staged"))
         .await
@@ -197,9 +194,10 @@ async fn claim_returns_retry_scheduled_until_next_attempt_at_then_claims_attempt
     assert_eq!(get(&app, "Ev1").await, r);
 }
 
-#[tokio::test]
-async fn claim_takes_over_an_expired_lease_with_a_new_token_keeping_checkpoint_and_payload() {
-    let app = spawn_app().await;
+async fn claim_takes_over_an_expired_lease_with_a_new_token_keeping_checkpoint_and_payload(
+    backend: Backend,
+) {
+    let app = spawn_app_for(backend).await;
     let (token, first) = claimed(&app, "Ev1", b"original body").await;
     heartbeat(&app, "Ev1", &token, Some(LEASE_SECS), Some(b"session 42"))
         .await
@@ -231,9 +229,8 @@ async fn claim_takes_over_an_expired_lease_with_a_new_token_keeping_checkpoint_a
     assert_read(&app, "Ev1", Decision::InFlight).await;
 }
 
-#[tokio::test]
-async fn get_returns_not_found_for_an_unknown_key() {
-    let app = spawn_app().await;
+async fn get_returns_not_found_for_an_unknown_key(backend: Backend) {
+    let app = spawn_app_for(backend).await;
     claimed(&app, "Ev1", b"").await;
     let err = app.get(NS, "Ev2").await.expect_err("no receipt for Ev2");
     assert_eq!(err.code(), Code::NotFound);
@@ -244,9 +241,8 @@ async fn get_returns_not_found_for_an_unknown_key() {
     assert_eq!(err.code(), Code::NotFound);
 }
 
-#[tokio::test]
-async fn delivery_attempt_does_not_change_the_decision() {
-    let app = spawn_app().await;
+async fn delivery_attempt_does_not_change_the_decision(backend: Backend) {
+    let app = spawn_app_for(backend).await;
     let redelivered = |key: &str, n: u32| ClaimRequest {
         delivery_attempt: n,
         ..claim_request(key, FP)
@@ -283,3 +279,18 @@ async fn delivery_attempt_does_not_change_the_decision() {
     assert_eq!(decision(&takeover), Decision::Claimed);
     assert_eq!(takeover.receipt.unwrap().attempt, 2);
 }
+
+conformance!(
+    first_claim_is_claimed_and_completed_claims_replay_the_response,
+    first_claim_creates_a_processing_receipt_with_attempt_one_and_a_lease_of_lease_ttl,
+    claim_with_another_fingerprint_conflicts_while_processing_even_after_the_lease,
+    claim_with_another_fingerprint_conflicts_in_retry_wait_even_when_due,
+    claim_with_another_fingerprint_conflicts_after_completion,
+    claim_with_another_fingerprint_conflicts_after_quarantine,
+    claim_returns_quarantined_with_the_last_error_after_a_quarantine,
+    claim_returns_in_flight_while_the_lease_is_held,
+    claim_returns_retry_scheduled_until_next_attempt_at_then_claims_attempt_two,
+    claim_takes_over_an_expired_lease_with_a_new_token_keeping_checkpoint_and_payload,
+    get_returns_not_found_for_an_unknown_key,
+    delivery_attempt_does_not_change_the_decision,
+);

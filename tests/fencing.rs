@@ -7,7 +7,7 @@ mod common;
 mod receipt_ops;
 
 use claimd::pb::{self, Decision, State};
-use common::app::{TestApp, decision, spawn_app, spawn_app_with};
+use common::app::{Backend, TestApp, decision, spawn_app_for, spawn_app_for_with};
 use receipt_ops::{
     FP, LEASE_SECS, claim, claim_request, claimed, complete, get, heartbeat, quarantine, retry,
 };
@@ -62,8 +62,8 @@ async fn taken_over(app: &TestApp, key: &str) -> (String, String) {
 
 /// After a takeover, `act` by the old holder is ABORTED while the receipt is PROCESSING,
 /// RETRY_WAIT and COMPLETED under the new holder, and never changes it.
-async fn assert_taken_over_holder_is_aborted(act: Act) {
-    let app = spawn_app().await;
+async fn assert_taken_over_holder_is_aborted(backend: Backend, act: Act) {
+    let app = spawn_app_for(backend).await;
     let (old, new) = taken_over(&app, "Ev1").await;
     assert_refused(&app, act, "Ev1", &old, Code::Aborted).await;
     // The old lease's end has passed too: still no way back in.
@@ -82,29 +82,26 @@ async fn assert_taken_over_holder_is_aborted(act: Act) {
     assert_eq!(get(&app, "Ev1").await.response, done.response);
 }
 
-#[tokio::test]
-async fn complete_with_a_taken_over_token_is_aborted_and_changes_nothing() {
-    assert_taken_over_holder_is_aborted(Act::Complete).await;
+async fn complete_with_a_taken_over_token_is_aborted_and_changes_nothing(backend: Backend) {
+    assert_taken_over_holder_is_aborted(backend, Act::Complete).await;
 }
 
-#[tokio::test]
-async fn heartbeat_with_a_taken_over_token_is_aborted_and_changes_nothing() {
-    assert_taken_over_holder_is_aborted(Act::Heartbeat).await;
+async fn heartbeat_with_a_taken_over_token_is_aborted_and_changes_nothing(backend: Backend) {
+    assert_taken_over_holder_is_aborted(backend, Act::Heartbeat).await;
 }
 
-#[tokio::test]
-async fn retry_with_a_taken_over_token_is_aborted_and_changes_nothing() {
-    assert_taken_over_holder_is_aborted(Act::Retry).await;
+async fn retry_with_a_taken_over_token_is_aborted_and_changes_nothing(backend: Backend) {
+    assert_taken_over_holder_is_aborted(backend, Act::Retry).await;
 }
 
-#[tokio::test]
-async fn quarantine_with_a_taken_over_token_is_aborted_and_changes_nothing() {
-    assert_taken_over_holder_is_aborted(Act::Quarantine).await;
+async fn quarantine_with_a_taken_over_token_is_aborted_and_changes_nothing(backend: Backend) {
+    assert_taken_over_holder_is_aborted(backend, Act::Quarantine).await;
 }
 
-#[tokio::test]
-async fn completing_twice_with_the_current_token_is_ok_and_keeps_the_first_response() {
-    let app = spawn_app().await;
+async fn completing_twice_with_the_current_token_is_ok_and_keeps_the_first_response(
+    backend: Backend,
+) {
+    let app = spawn_app_for(backend).await;
     let (token, _) = claimed(&app, "Ev1", b"body").await;
     let first = complete(&app, "Ev1", &token, b"first").await.unwrap();
     app.advance(Duration::from_secs(5));
@@ -117,9 +114,8 @@ async fn completing_twice_with_the_current_token_is_ok_and_keeps_the_first_respo
     assert_eq!(replay.receipt.unwrap().response, b"first");
 }
 
-#[tokio::test]
-async fn every_action_after_the_holders_own_retry_fails_precondition() {
-    let app = spawn_app().await;
+async fn every_action_after_the_holders_own_retry_fails_precondition(backend: Backend) {
+    let app = spawn_app_for(backend).await;
     let (token, _) = claimed(&app, "Ev1", b"body").await;
     let r = retry(&app, "Ev1", &token, Some(10), None).await.unwrap();
     assert_eq!(r.state(), State::RetryWait);
@@ -133,9 +129,8 @@ async fn every_action_after_the_holders_own_retry_fails_precondition() {
     }
 }
 
-#[tokio::test]
-async fn every_action_after_the_holders_own_quarantine_fails_precondition() {
-    let app = spawn_app().await;
+async fn every_action_after_the_holders_own_quarantine_fails_precondition(backend: Backend) {
+    let app = spawn_app_for(backend).await;
     let (token, _) = claimed(&app, "Ev1", b"body").await;
     let r = quarantine(&app, "Ev1", &token, "poison").await.unwrap();
     assert_eq!(r.state(), State::Quarantined);
@@ -145,9 +140,8 @@ async fn every_action_after_the_holders_own_quarantine_fails_precondition() {
     assert_eq!(get(&app, "Ev1").await.last_error, "poison");
 }
 
-#[tokio::test]
-async fn heartbeat_retry_and_quarantine_after_completion_fail_precondition() {
-    let app = spawn_app().await;
+async fn heartbeat_retry_and_quarantine_after_completion_fail_precondition(backend: Backend) {
+    let app = spawn_app_for(backend).await;
     let (token, _) = claimed(&app, "Ev1", b"body").await;
     complete(&app, "Ev1", &token, b"200 ok").await.unwrap();
     for act in [Act::Heartbeat, Act::Retry, Act::Quarantine] {
@@ -156,9 +150,8 @@ async fn heartbeat_retry_and_quarantine_after_completion_fail_precondition() {
     assert_eq!(get(&app, "Ev1").await.state(), State::Completed);
 }
 
-#[tokio::test]
-async fn every_action_on_an_unknown_key_is_not_found() {
-    let app = spawn_app().await;
+async fn every_action_on_an_unknown_key_is_not_found(backend: Backend) {
+    let app = spawn_app_for(backend).await;
     let (token, _) = claimed(&app, "Ev1", b"body").await;
     let stranger = uuid::Uuid::new_v4().to_string();
     for act in ALL {
@@ -174,9 +167,8 @@ async fn every_action_on_an_unknown_key_is_not_found() {
     assert_eq!(err.code(), Code::NotFound);
 }
 
-#[tokio::test]
-async fn the_holder_of_a_receipt_claim_quarantined_for_its_budget_is_aborted() {
-    let app = spawn_app_with(|c| c.policies.default.max_attempts = 1).await;
+async fn the_holder_of_a_receipt_claim_quarantined_for_its_budget_is_aborted(backend: Backend) {
+    let app = spawn_app_for_with(backend, |c| c.policies.default.max_attempts = 1).await;
     let (token, _) = claimed(&app, "Ev1", b"body").await;
     app.advance(Duration::from_secs(LEASE_SECS as u64 + 1));
     let spent = claim(&app, claim_request("Ev1", FP)).await;
@@ -186,3 +178,16 @@ async fn the_holder_of_a_receipt_claim_quarantined_for_its_budget_is_aborted() {
     }
     assert_eq!(get(&app, "Ev1").await.last_error, "exceeded max attempts");
 }
+
+conformance!(
+    complete_with_a_taken_over_token_is_aborted_and_changes_nothing,
+    heartbeat_with_a_taken_over_token_is_aborted_and_changes_nothing,
+    retry_with_a_taken_over_token_is_aborted_and_changes_nothing,
+    quarantine_with_a_taken_over_token_is_aborted_and_changes_nothing,
+    completing_twice_with_the_current_token_is_ok_and_keeps_the_first_response,
+    every_action_after_the_holders_own_retry_fails_precondition,
+    every_action_after_the_holders_own_quarantine_fails_precondition,
+    heartbeat_retry_and_quarantine_after_completion_fail_precondition,
+    every_action_on_an_unknown_key_is_not_found,
+    the_holder_of_a_receipt_claim_quarantined_for_its_budget_is_aborted,
+);

@@ -5,7 +5,7 @@ mod common;
 mod receipt_ops;
 
 use claimd::pb::{Decision, State};
-use common::app::{decision, spawn_app, spawn_app_on, spawn_app_with};
+use common::app::{Backend, decision, spawn_app_for, spawn_app_for_with, spawn_app_on};
 use receipt_ops::{
     FP, LEASE_SECS, SECOND, claim, claim_request, claimed, complete, get, heartbeat, micros, retry,
 };
@@ -16,9 +16,8 @@ fn delay(r: &claimd::pb::Receipt) -> i64 {
     micros(r.next_attempt_at) - micros(r.updated_at)
 }
 
-#[tokio::test]
-async fn claim_quarantines_an_expired_lease_when_the_attempt_budget_is_spent() {
-    let app = spawn_app_with(|c| c.policies.default.max_attempts = 2).await;
+async fn claim_quarantines_an_expired_lease_when_the_attempt_budget_is_spent(backend: Backend) {
+    let app = spawn_app_for_with(backend, |c| c.policies.default.max_attempts = 2).await;
     claimed(&app, "Ev1", b"body").await;
     app.advance(Duration::from_secs(LEASE_SECS as u64 + 1));
     let (_, second) = claimed(&app, "Ev1", b"").await;
@@ -38,11 +37,10 @@ async fn claim_quarantines_an_expired_lease_when_the_attempt_budget_is_spent() {
     assert_eq!(get(&app, "Ev1").await, r, "a second look changes nothing");
 }
 
-#[tokio::test]
-async fn claim_quarantines_a_due_retry_when_the_attempt_budget_is_spent() {
+async fn claim_quarantines_a_due_retry_when_the_attempt_budget_is_spent(backend: Backend) {
     // Retry itself quarantines a spent budget, so a due RETRY_WAIT with a spent budget only
     // exists after the policy was lowered: a replica with max_attempts = 1 sees one.
-    let app = spawn_app().await;
+    let app = spawn_app_for(backend).await;
     let (token, _) = claimed(&app, "Ev1", b"body").await;
     retry(&app, "Ev1", &token, Some(5), None).await.unwrap();
     let strict = spawn_app_on(app.database_url.clone(), |c| {
@@ -62,9 +60,8 @@ async fn claim_quarantines_a_due_retry_when_the_attempt_budget_is_spent() {
     assert_eq!(get(&app, "Ev1").await, r);
 }
 
-#[tokio::test]
-async fn retry_without_counting_the_attempt_does_not_spend_the_budget() {
-    let app = spawn_app_with(|c| c.policies.default.max_attempts = 1).await;
+async fn retry_without_counting_the_attempt_does_not_spend_the_budget(backend: Backend) {
+    let app = spawn_app_for_with(backend, |c| c.policies.default.max_attempts = 1).await;
     let (mut token, _) = claimed(&app, "Ev1", b"body").await;
     for attempt in 1..=2 {
         let r = retry(&app, "Ev1", &token, Some(5), Some(false))
@@ -87,9 +84,8 @@ async fn retry_without_counting_the_attempt_does_not_spend_the_budget() {
     assert_eq!((r.state(), r.attempt), (State::Quarantined, 3));
 }
 
-#[tokio::test]
-async fn retry_with_the_budget_spent_quarantines() {
-    let app = spawn_app_with(|c| c.policies.default.max_attempts = 2).await;
+async fn retry_with_the_budget_spent_quarantines(backend: Backend) {
+    let app = spawn_app_for_with(backend, |c| c.policies.default.max_attempts = 2).await;
     let (token, _) = claimed(&app, "Ev1", b"body").await;
     let r = retry(&app, "Ev1", &token, Some(5), Some(true))
         .await
@@ -112,9 +108,8 @@ async fn retry_with_the_budget_spent_quarantines() {
     assert_eq!(decision(&after), Decision::Quarantined);
 }
 
-#[tokio::test]
-async fn retry_without_retry_after_backs_off_with_equal_jitter() {
-    let app = spawn_app().await;
+async fn retry_without_retry_after_backs_off_with_equal_jitter(backend: Backend) {
+    let app = spawn_app_for(backend).await;
     let (token, _) = claimed(&app, "Ev1", b"body").await;
     heartbeat(&app, "Ev1", &token, Some(LEASE_SECS), Some(b"step 1"))
         .await
@@ -139,9 +134,8 @@ async fn retry_without_retry_after_backs_off_with_equal_jitter() {
     assert_eq!(r.checkpoint, b"step 1");
 }
 
-#[tokio::test]
-async fn retry_after_schedules_the_next_attempt_exactly_that_far_ahead() {
-    let app = spawn_app().await;
+async fn retry_after_schedules_the_next_attempt_exactly_that_far_ahead(backend: Backend) {
+    let app = spawn_app_for(backend).await;
     let (token, _) = claimed(&app, "Ev1", b"body").await;
     let r = retry(&app, "Ev1", &token, Some(40), None).await.unwrap();
     assert_eq!(delay(&r), 40 * SECOND);
@@ -154,10 +148,11 @@ async fn retry_after_schedules_the_next_attempt_exactly_that_far_ahead() {
     assert_eq!(decision(&due), Decision::Claimed);
 }
 
-#[tokio::test]
-async fn heartbeat_extends_the_lease_to_now_plus_ttl_and_stores_the_checkpoint() {
-    let app =
-        spawn_app_with(|c| c.policies.default.lease_ttl = chrono::TimeDelta::seconds(45)).await;
+async fn heartbeat_extends_the_lease_to_now_plus_ttl_and_stores_the_checkpoint(backend: Backend) {
+    let app = spawn_app_for_with(backend, |c| {
+        c.policies.default.lease_ttl = chrono::TimeDelta::seconds(45)
+    })
+    .await;
     let (token, first) = claimed(&app, "Ev1", b"body").await;
     app.advance(Duration::from_secs(20));
     let r = heartbeat(&app, "Ev1", &token, Some(60), Some(b"run 7"))
@@ -191,9 +186,8 @@ async fn heartbeat_extends_the_lease_to_now_plus_ttl_and_stores_the_checkpoint()
     );
 }
 
-#[tokio::test]
-async fn heartbeat_after_the_lease_ran_out_succeeds_while_nobody_took_over() {
-    let app = spawn_app().await;
+async fn heartbeat_after_the_lease_ran_out_succeeds_while_nobody_took_over(backend: Backend) {
+    let app = spawn_app_for(backend).await;
     let (token, first) = claimed(&app, "Ev1", b"body").await;
     app.advance(Duration::from_secs(LEASE_SECS as u64 + 5));
     let r = heartbeat(&app, "Ev1", &token, Some(LEASE_SECS), Some(b"late"))
@@ -212,9 +206,8 @@ async fn heartbeat_after_the_lease_ran_out_succeeds_while_nobody_took_over() {
     assert_eq!(done.state(), State::Completed);
 }
 
-#[tokio::test]
-async fn complete_drops_checkpoint_and_recovery_payload_and_sets_completed_at() {
-    let app = spawn_app().await;
+async fn complete_drops_checkpoint_and_recovery_payload_and_sets_completed_at(backend: Backend) {
+    let app = spawn_app_for(backend).await;
     let (token, first) = claimed(&app, "Ev1", b"body").await;
     heartbeat(&app, "Ev1", &token, Some(LEASE_SECS), Some(b"reply staged"))
         .await
@@ -232,3 +225,15 @@ async fn complete_drops_checkpoint_and_recovery_payload_and_sets_completed_at() 
     assert_eq!((r.lease_expires_at, r.next_attempt_at), (None, None));
     assert_eq!(get(&app, "Ev1").await, r);
 }
+
+conformance!(
+    claim_quarantines_an_expired_lease_when_the_attempt_budget_is_spent,
+    claim_quarantines_a_due_retry_when_the_attempt_budget_is_spent,
+    retry_without_counting_the_attempt_does_not_spend_the_budget,
+    retry_with_the_budget_spent_quarantines,
+    retry_without_retry_after_backs_off_with_equal_jitter,
+    retry_after_schedules_the_next_attempt_exactly_that_far_ahead,
+    heartbeat_extends_the_lease_to_now_plus_ttl_and_stores_the_checkpoint,
+    heartbeat_after_the_lease_ran_out_succeeds_while_nobody_took_over,
+    complete_drops_checkpoint_and_recovery_payload_and_sets_completed_at,
+);

@@ -5,9 +5,8 @@
 mod common;
 
 use claimd::pb::{ClaimRequest, Decision};
-use common::app::{TestApp, decision, spawn_app};
+use common::app::{Backend, TestApp, decision, spawn_app_for};
 use prost_types::Duration;
-use sqlx::{Connection, PgConnection};
 use tonic::{Code, Status};
 use tonic_types::StatusExt;
 
@@ -31,17 +30,6 @@ fn assert_names_field(status: &Status, field: &str) {
     assert_eq!(fields, [field], "BadRequest field violations");
 }
 
-/// Rows in the receipts table of the test's own database, whatever their tenant.
-async fn receipt_rows(app: &TestApp) -> i64 {
-    let mut conn = PgConnection::connect(&app.database_url).await.unwrap();
-    let rows = sqlx::query_scalar("SELECT count(*) FROM receipts")
-        .fetch_one(&mut conn)
-        .await
-        .unwrap();
-    let _ = conn.close().await;
-    rows
-}
-
 fn secs(seconds: i64, nanos: i32) -> Option<Duration> {
     Some(Duration { seconds, nanos })
 }
@@ -61,7 +49,11 @@ async fn assert_rejected(app: &TestApp, cases: Vec<(&str, ClaimRequest)>) {
         let (namespace, key) = (req.namespace.clone(), req.key.clone());
         let status = app.client.clone().claim(req).await.unwrap_err();
         assert_names_field(&status, field);
-        assert_eq!(receipt_rows(app).await, 0, "{field}: a receipt was written");
+        assert_eq!(
+            app.receipt_rows().await,
+            0,
+            "{field}: a receipt was written"
+        );
         // Get applies the same namespace/key rules, so it refuses the same ids.
         let get = app.get(&namespace, &key).await.unwrap_err().code();
         let bad_id = field == "namespace" || field == "key";
@@ -80,9 +72,10 @@ async fn assert_still_serves(app: &TestApp) {
     assert_eq!(decision(&response), Decision::Claimed);
 }
 
-#[tokio::test]
-async fn claim_rejects_an_empty_long_or_oddly_spelled_namespace_and_writes_nothing() {
-    let app = spawn_app().await;
+async fn claim_rejects_an_empty_long_or_oddly_spelled_namespace_and_writes_nothing(
+    backend: Backend,
+) {
+    let app = spawn_app_for(backend).await;
     let mut cases = vec![
         ("namespace", request("", "Ev1")),
         ("namespace", request(&"n".repeat(129), "Ev1")),
@@ -104,9 +97,8 @@ async fn claim_rejects_an_empty_long_or_oddly_spelled_namespace_and_writes_nothi
     app.shutdown().await;
 }
 
-#[tokio::test]
-async fn claim_rejects_an_empty_key_a_key_over_512_bytes_and_a_key_with_nul() {
-    let app = spawn_app().await;
+async fn claim_rejects_an_empty_key_a_key_over_512_bytes_and_a_key_with_nul(backend: Backend) {
+    let app = spawn_app_for(backend).await;
     let cases = vec![
         ("key", request("ns", "")),
         ("key", request("ns", &"k".repeat(513))),
@@ -120,9 +112,10 @@ async fn claim_rejects_an_empty_key_a_key_over_512_bytes_and_a_key_with_nul() {
     app.shutdown().await;
 }
 
-#[tokio::test]
-async fn claim_rejects_a_fingerprint_over_64_bytes_and_a_recovery_payload_over_64_kib() {
-    let app = spawn_app().await;
+async fn claim_rejects_a_fingerprint_over_64_bytes_and_a_recovery_payload_over_64_kib(
+    backend: Backend,
+) {
+    let app = spawn_app_for(backend).await;
     let cases = vec![
         (
             "fingerprint",
@@ -144,9 +137,8 @@ async fn claim_rejects_a_fingerprint_over_64_bytes_and_a_recovery_payload_over_6
     app.shutdown().await;
 }
 
-#[tokio::test]
-async fn claim_rejects_a_lease_ttl_outside_one_second_to_one_day() {
-    let app = spawn_app().await;
+async fn claim_rejects_a_lease_ttl_outside_one_second_to_one_day(backend: Backend) {
+    let app = spawn_app_for(backend).await;
     let mut cases = Vec::new();
     for ttl in [
         secs(0, 0),
@@ -174,9 +166,8 @@ async fn claim_rejects_a_lease_ttl_outside_one_second_to_one_day() {
     app.shutdown().await;
 }
 
-#[tokio::test]
-async fn claim_accepts_every_value_exactly_at_its_limit() {
-    let app = spawn_app().await;
+async fn claim_accepts_every_value_exactly_at_its_limit(backend: Backend) {
+    let app = spawn_app_for(backend).await;
     let namespace = format!("{}.-_:/9Z", "a".repeat(121));
     assert_eq!(namespace.len(), 128);
     let key = format!("{}kk", "é".repeat(255));
@@ -211,13 +202,14 @@ async fn claim_accepts_every_value_exactly_at_its_limit() {
         assert_eq!(stored.fingerprint, expected.fingerprint);
         assert_eq!(stored.recovery_payload, expected.recovery_payload);
     }
-    assert_eq!(receipt_rows(&app).await, 5);
+    assert_eq!(app.receipt_rows().await, 5);
     app.shutdown().await;
 }
 
-#[tokio::test]
-async fn a_message_over_the_grpc_size_limit_is_resource_exhausted_and_writes_nothing() {
-    let app = spawn_app().await;
+async fn a_message_over_the_grpc_size_limit_is_resource_exhausted_and_writes_nothing(
+    backend: Backend,
+) {
+    let app = spawn_app_for(backend).await;
     let huge = ClaimRequest {
         recovery_payload: vec![0; 5 * 1024 * 1024],
         ..request("ns", "Ev1")
@@ -231,10 +223,19 @@ async fn a_message_over_the_grpc_size_limit_is_resource_exhausted_and_writes_not
         app.get("ns", "Ev1").await.unwrap_err().code(),
         Code::NotFound
     );
-    assert_eq!(receipt_rows(&app).await, 0);
+    assert_eq!(app.receipt_rows().await, 0);
     assert_still_serves(&app).await;
     app.shutdown().await;
     // DESIGN §2 gives RESOURCE_EXHAUSTED for "message too large" (grpc-go and grpc-java do
     // the same); tonic's decoder on its own answers OUT_OF_RANGE.
     assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
 }
+
+conformance!(
+    claim_rejects_an_empty_long_or_oddly_spelled_namespace_and_writes_nothing,
+    claim_rejects_an_empty_key_a_key_over_512_bytes_and_a_key_with_nul,
+    claim_rejects_a_fingerprint_over_64_bytes_and_a_recovery_payload_over_64_kib,
+    claim_rejects_a_lease_ttl_outside_one_second_to_one_day,
+    claim_accepts_every_value_exactly_at_its_limit,
+    a_message_over_the_grpc_size_limit_is_resource_exhausted_and_writes_nothing,
+);

@@ -8,7 +8,7 @@ use claimd::pb::{
     CompleteRequest, Decision, HeartbeatRequest, ListOrphanedRequest, QuarantineRequest,
     RetryRequest, State,
 };
-use common::app::{TestApp, decision, spawn_app};
+use common::app::{Backend, TestApp, decision, spawn_app_for};
 use prost_types::Duration;
 use tonic::{Code, Status};
 use tonic_types::StatusExt;
@@ -115,9 +115,10 @@ async fn assert_rejected_unchanged(app: &TestApp, key: &str, cases: Vec<(&str, C
     }
 }
 
-#[tokio::test]
-async fn an_empty_or_malformed_claim_token_is_rejected_by_every_rpc_and_changes_nothing() {
-    let app = spawn_app().await;
+async fn an_empty_or_malformed_claim_token_is_rejected_by_every_rpc_and_changes_nothing(
+    backend: Backend,
+) {
+    let app = spawn_app_for(backend).await;
     claimed(&app, "Ev1").await;
     let mut cases = Vec::new();
     for bad in ["", "not-a-token", "00000000-0000-0000-0000", "' OR 1=1 --"] {
@@ -130,9 +131,10 @@ async fn an_empty_or_malformed_claim_token_is_rejected_by_every_rpc_and_changes_
     app.shutdown().await;
 }
 
-#[tokio::test]
-async fn a_response_checkpoint_or_error_over_64_kib_is_rejected_even_with_the_current_token() {
-    let app = spawn_app().await;
+async fn a_response_checkpoint_or_error_over_64_kib_is_rejected_even_with_the_current_token(
+    backend: Backend,
+) {
+    let app = spawn_app_for(backend).await;
     let token = claimed(&app, "Ev1").await;
     let over = vec![b'x'; KIB_64 + 1];
     let over_text = "x".repeat(KIB_64 + 1);
@@ -170,9 +172,10 @@ async fn a_response_checkpoint_or_error_over_64_kib_is_rejected_even_with_the_cu
     app.shutdown().await;
 }
 
-#[tokio::test]
-async fn a_heartbeat_lease_ttl_or_retry_after_outside_one_second_to_one_day_changes_nothing() {
-    let app = spawn_app().await;
+async fn a_heartbeat_lease_ttl_or_retry_after_outside_one_second_to_one_day_changes_nothing(
+    backend: Backend,
+) {
+    let app = spawn_app_for(backend).await;
     let token = claimed(&app, "Ev1").await;
     let mut cases = Vec::new();
     let out_of_range = [
@@ -203,9 +206,8 @@ async fn a_heartbeat_lease_ttl_or_retry_after_outside_one_second_to_one_day_chan
     app.shutdown().await;
 }
 
-#[tokio::test]
-async fn token_bearing_rpcs_accept_every_value_exactly_at_its_limit() {
-    let app = spawn_app().await;
+async fn token_bearing_rpcs_accept_every_value_exactly_at_its_limit(backend: Backend) {
+    let app = spawn_app_for(backend).await;
     let full = vec![b'x'; KIB_64];
     let token = claimed(&app, "Ev1").await;
     for (ttl, checkpoint) in [
@@ -249,9 +251,10 @@ async fn token_bearing_rpcs_accept_every_value_exactly_at_its_limit() {
     app.shutdown().await;
 }
 
-#[tokio::test]
-async fn list_orphaned_rejects_a_bad_page_token_page_size_namespace_or_overdue_by() {
-    let app = spawn_app().await;
+async fn list_orphaned_rejects_a_bad_page_token_page_size_namespace_or_overdue_by(
+    backend: Backend,
+) {
+    let app = spawn_app_for(backend).await;
     claimed(&app, "Ev1").await;
     let list = |f: fn(&mut ListOrphanedRequest)| {
         let mut req = ListOrphanedRequest::default();
@@ -285,3 +288,11 @@ async fn list_orphaned_rejects_a_bad_page_token_page_size_namespace_or_overdue_b
     app.client.clone().list_orphaned(edge).await.unwrap();
     app.shutdown().await;
 }
+
+conformance!(
+    an_empty_or_malformed_claim_token_is_rejected_by_every_rpc_and_changes_nothing,
+    a_response_checkpoint_or_error_over_64_kib_is_rejected_even_with_the_current_token,
+    a_heartbeat_lease_ttl_or_retry_after_outside_one_second_to_one_day_changes_nothing,
+    token_bearing_rpcs_accept_every_value_exactly_at_its_limit,
+    list_orphaned_rejects_a_bad_page_token_page_size_namespace_or_overdue_by,
+);

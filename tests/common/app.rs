@@ -167,6 +167,31 @@ impl TestApp {
         Ok(response.receipt.expect("Get returns a receipt"))
     }
 
+    /// Rows in the receipts table of the test's own database, whatever their tenant, read
+    /// with the database's own driver (to prove a rejected call wrote nothing).
+    pub async fn receipt_rows(&self) -> i64 {
+        use sqlx::Connection;
+        let count = "SELECT count(*) FROM receipts";
+        // The test's database is up while its server runs.
+        if self.database_url.starts_with("sqlite:") {
+            let mut conn = sqlx::SqliteConnection::connect(&self.database_url)
+                .await
+                .expect("connect");
+            sqlx::query_scalar(count)
+                .fetch_one(&mut conn)
+                .await
+                .expect("count")
+        } else {
+            let mut conn = sqlx::PgConnection::connect(&self.database_url)
+                .await
+                .expect("connect");
+            sqlx::query_scalar(count)
+                .fetch_one(&mut conn)
+                .await
+                .expect("count")
+        }
+    }
+
     /// Stops the server and waits until it has exited.
     pub async fn shutdown(mut self) {
         self.stop().await;
