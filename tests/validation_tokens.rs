@@ -8,35 +8,11 @@ use claimd::pb::{
     CompleteRequest, Decision, HeartbeatRequest, ListOrphanedRequest, QuarantineRequest,
     RetryRequest, State,
 };
-use common::app::{Backend, TestApp, decision, spawn_app_for};
-use prost_types::Duration;
-use tonic::{Code, Status};
-use tonic_types::StatusExt;
+use common::app::{Backend, TestApp, assert_names_field, decision, secs, spawn_app_for};
+use tonic::Status;
 
 const KIB_64: usize = 64 * 1024;
 const NS: &str = "slack-events";
-
-/// Asserts INVALID_ARGUMENT whose message and BadRequest details both name `field`.
-fn assert_names_field(status: &Status, field: &str) {
-    assert_eq!(status.code(), Code::InvalidArgument, "{field}: {status:?}");
-    assert!(
-        status.message().contains(field),
-        "message {:?} does not name {field}",
-        status.message()
-    );
-    let details = status.get_details_bad_request();
-    let details = details.unwrap_or_else(|| panic!("{field}: no BadRequest details: {status:?}"));
-    let fields: Vec<&str> = details
-        .field_violations
-        .iter()
-        .map(|v| v.field.as_str())
-        .collect();
-    assert_eq!(fields, [field], "BadRequest field violations");
-}
-
-fn secs(seconds: i64, nanos: i32) -> Option<Duration> {
-    Some(Duration { seconds, nanos })
-}
 
 /// One call of a token-bearing RPC.
 enum Call {

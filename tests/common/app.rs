@@ -223,3 +223,31 @@ impl Drop for TestApp {
 pub fn decision(response: &ClaimResponse) -> Decision {
     Decision::try_from(response.decision).unwrap_or(Decision::Unspecified)
 }
+
+/// Asserts INVALID_ARGUMENT whose message and BadRequest details both name `field`.
+pub fn assert_names_field(status: &tonic::Status, field: &str) {
+    use tonic_types::StatusExt;
+    assert_eq!(
+        status.code(),
+        tonic::Code::InvalidArgument,
+        "{field}: {status:?}"
+    );
+    assert!(
+        status.message().contains(field),
+        "message {:?} does not name {field}",
+        status.message()
+    );
+    let details = status.get_details_bad_request();
+    let details = details.unwrap_or_else(|| panic!("{field}: no BadRequest details: {status:?}"));
+    let fields: Vec<&str> = details
+        .field_violations
+        .iter()
+        .map(|v| v.field.as_str())
+        .collect();
+    assert_eq!(fields, [field], "BadRequest field violations");
+}
+
+/// A protobuf Duration.
+pub fn secs(seconds: i64, nanos: i32) -> Option<prost_types::Duration> {
+    Some(prost_types::Duration { seconds, nanos })
+}
