@@ -4,7 +4,11 @@ use crate::domain::Policies;
 use crate::store::StoreOptions;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
+
+mod sealing;
+pub use sealing::{KeyUse, SEAL_KEYS_VAR, SealArgs};
 
 /// claimd: durable claims for webhook handlers, over gRPC.
 #[derive(Debug, Parser)]
@@ -30,6 +34,47 @@ pub enum Command {
     Serve(ServeArgs),
     /// Apply the database migrations and exit.
     Migrate(DatabaseArgs),
+    /// Seal every stored payload again under the current seal key (after adding a new key
+    /// in front of the old ones), in batches; rows already under it are skipped, so it can
+    /// be run again after an interruption.
+    Reseal(ResealArgs),
+    /// Create, list and revoke API keys.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+}
+
+/// `claimd keys …`.
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Create a key for a tenant and print it (only this once).
+    Create {
+        /// The tenant every call with this key acts for.
+        #[arg(long)]
+        tenant: String,
+        /// Limit the key to these namespaces (comma-separated); default: all.
+        #[arg(long, value_delimiter = ',')]
+        namespaces: Vec<String>,
+        /// A note for `keys list`, e.g. which service holds the key.
+        #[arg(long)]
+        label: Option<String>,
+        /// The database.
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+    /// List keys: ids, tenants, labels, namespaces, creation, last use, revocation.
+    List {
+        /// The database.
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+    /// Revoke a key by id.
+    Revoke {
+        /// The key's id (from `keys create` or `keys list`).
+        id: String,
+        /// The database.
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
 }
 
 /// Where the receipts live.
@@ -74,6 +119,20 @@ impl DatabaseArgs {
     }
 }
 
+/// Options of `claimd reseal`.
+#[derive(Debug, Clone, Args)]
+pub struct ResealArgs {
+    /// The database.
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+    /// Seal keys: the current (new) key first, then every key rows may still be sealed under.
+    #[command(flatten)]
+    pub seal: SealArgs,
+    /// Rows per transaction.
+    #[arg(long, env = "CLAIMD_RESEAL_BATCH_SIZE", default_value_t = 500)]
+    pub batch_size: u32,
+}
+
 /// Log line format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -92,6 +151,9 @@ pub struct ServeArgs {
     /// The database.
     #[command(flatten)]
     pub database: DatabaseArgs,
+    /// Seal keys.
+    #[command(flatten)]
+    pub seal: SealArgs,
     /// Do not apply migrations at start.
     #[arg(long, env = "CLAIMD_NO_MIGRATE")]
     pub no_migrate: bool,
@@ -101,9 +163,29 @@ pub struct ServeArgs {
     /// How often the health check asks the database whether it answers.
     #[arg(long, env = "CLAIMD_HEALTH_INTERVAL", default_value = "1s", value_parser = parse_duration)]
     pub health_interval: Duration,
+    /// Serve without API keys on a non-loopback address (every caller is tenant `default`).
+    #[arg(long, env = "CLAIMD_ALLOW_UNAUTHENTICATED")]
+    pub allow_unauthenticated: bool,
+    /// How long API-key lookups are cached: a revoked key stops working within this time.
+    #[arg(long, env = "CLAIMD_KEY_CACHE_TTL", default_value = "5s", value_parser = parse_duration)]
+    pub key_cache_ttl: Duration,
     /// How long in-flight calls may run after SIGTERM/SIGINT before the process exits.
     #[arg(long, env = "CLAIMD_SHUTDOWN_GRACE", default_value = "10s", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
+    /// The server's TLS certificate chain (PEM); with `--tls-key`, gRPC is served over TLS.
+    #[arg(long, env = "CLAIMD_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of `--tls-cert` (PEM).
+    #[arg(long, env = "CLAIMD_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
+    /// CA certificates (PEM) for mTLS: clients without a certificate from one of them are
+    /// refused at the handshake.
+    #[arg(long, env = "CLAIMD_TLS_CLIENT_CA")]
+    pub tls_client_ca: Option<PathBuf>,
+    /// A second, plaintext listener serving only grpc.health.v1.Health, for probes that
+    /// cannot do (m)TLS or API keys.
+    #[arg(long, env = "CLAIMD_HEALTH_LISTEN")]
+    pub health_listen: Option<SocketAddr>,
 }
 
 /// Parses `500ms`, `5s`, `2m` or a bare number of seconds.
@@ -139,6 +221,18 @@ pub struct Config {
     pub policies: Policies,
     /// Byte limit of each blob.
     pub max_blob: usize,
+    /// TLS certificate chain (PEM); TLS is on when this and `tls_key` are set.
+    pub tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM).
+    pub tls_key: Option<PathBuf>,
+    /// CA certificates (PEM) client certificates must chain to (mTLS).
+    pub tls_client_ca: Option<PathBuf>,
+    /// Address of the plaintext health-only listener, if any; port 0 picks a free port.
+    pub health_listen: Option<SocketAddr>,
+    /// Serve without keys on a non-loopback address.
+    pub allow_unauthenticated: bool,
+    /// API-key cache lifetime (bounds how long a revoked key keeps working).
+    pub key_cache_ttl: Duration,
 }
 
 impl Config {
@@ -154,7 +248,19 @@ impl Config {
             shutdown_grace: Duration::from_secs(10),
             policies: Policies::default(),
             max_blob: crate::api::DEFAULT_MAX_BLOB,
+            tls_cert: None,
+            tls_key: None,
+            tls_client_ca: None,
+            health_listen: None,
+            allow_unauthenticated: false,
+            key_cache_ttl: Duration::from_secs(5),
         }
+    }
+
+    /// Whether a call without credentials may act as tenant `default` while no keys exist:
+    /// on loopback, or when explicitly allowed.
+    pub fn allows_calls_without_keys(&self) -> bool {
+        self.listen.ip().is_loopback() || self.allow_unauthenticated
     }
 
     /// Validates `serve`'s arguments.
@@ -163,12 +269,24 @@ impl Config {
         let mut config = Config::for_database(db.url()?);
         config.listen = args.listen;
         config.migrate = !args.no_migrate;
+        // TLS first: a wrong flag combination or a bad PEM file stops claimd before anything
+        // touches disk (`Application::build` reads the files again to serve them).
+        config.tls_cert = args.tls_cert.clone();
+        config.tls_key = args.tls_key.clone();
+        config.tls_client_ca = args.tls_client_ca.clone();
+        config.health_listen = args.health_listen;
+        crate::tls::load(&config)?;
         config.store = StoreOptions {
             exclusive: true,
             ..db.store_options()
         };
         config.health_interval = args.health_interval;
         config.shutdown_grace = args.shutdown_grace;
+        config.allow_unauthenticated = args.allow_unauthenticated;
+        config.key_cache_ttl = args.key_cache_ttl;
+        // Last: the embedded store's key file is generated only once every flag is valid.
+        let sealer = args.seal.sealer(&config.database_url, KeyUse::Serve)?;
+        config.store.seal = std::sync::Arc::new(sealer);
         Ok(config)
     }
 }

@@ -8,17 +8,25 @@
 //! - [`store`] — the [`store::Store`] trait and the PostgreSQL store; all SQL lives there.
 //! - [`api`] — the tonic service: validation, tenant from the request context, errors →
 //!   status codes.
+//! - [`admin`] — `claimd keys …`: operator commands on the database.
+//! - [`auth`] — API keys → tenant and namespaces, as a tower layer; protected mode.
+//! - [`seal`] — AES-256-GCM sealing of stored payloads under a key ring.
 //! - [`server`] — wiring: [`server::Application`], health, reflection, shutdown.
 //! - [`config`] — command line and `CLAIMD_*` environment → [`config::Config`].
 //! - [`telemetry`] — logging.
+//! - [`tls`] — the TLS flags and PEM files → tonic's rustls server configuration.
 //! - [`pb`] — the code generated from `proto/claimd/v1/claims.proto`.
 
+pub mod admin;
 pub mod api;
+pub mod auth;
 pub mod config;
 pub mod domain;
+pub mod seal;
 pub mod server;
 pub mod store;
 pub mod telemetry;
+pub mod tls;
 
 /// Generated protobuf messages, the gRPC server and client of `claimd.v1`.
 pub mod pb {

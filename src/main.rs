@@ -17,6 +17,8 @@ async fn main() -> anyhow::Result<()> {
             tracing::info!("migrations applied");
             Ok(())
         }
+        Some(Command::Reseal(args)) => reseal(args).await,
+        Some(Command::Keys(command)) => claimd::admin::keys(command).await,
     }
 }
 
@@ -24,8 +26,40 @@ async fn serve(args: claimd::config::ServeArgs) -> anyhow::Result<()> {
     claimd::telemetry::init(args.log_format);
     let config = Config::from_args(&args)?;
     let app = Application::build(config).await?;
-    tracing::info!(listen = %app.local_addr(), "claimd bound");
+    tracing::info!(
+        listen = %app.local_addr(),
+        tls = app.tls_mode(),
+        health_listen = ?app.health_addr(),
+        "claimd bound"
+    );
     app.run_until(shutdown_signal()).await
+}
+
+/// `claimd reseal`: every row's payloads sealed again under the current key.
+async fn reseal(args: claimd::config::ResealArgs) -> anyhow::Result<()> {
+    claimd::telemetry::init(claimd::config::LogFormat::Text);
+    let url = args.database.url()?;
+    let seal = args.seal.sealer(&url, claimd::config::KeyUse::Reseal)?;
+    let options = claimd::store::StoreOptions {
+        seal: std::sync::Arc::new(seal),
+        ..args.database.store_options()
+    };
+    let store = claimd::store::open(&url, &options).await?;
+    let total = claimd::store::reseal_all(store.as_ref(), args.batch_size).await?;
+    tracing::info!(
+        scanned = total.scanned,
+        rewritten = total.rewritten,
+        unreadable = total.unreadable,
+        "reseal done"
+    );
+    if total.unreadable > 0 {
+        anyhow::bail!(
+            "{} rows did not open with the configured keys and were left as they are (see the \
+             warnings above); add the key they were sealed under and run reseal again",
+            total.unreadable
+        );
+    }
+    Ok(())
 }
 
 /// Completes at the first SIGINT or SIGTERM.

@@ -1,7 +1,10 @@
-//! Wiring: the store, the ClaimService, health, reflection and shutdown. [`Application`]
-//! binds first and serves later, so tests can bind port 0 and read the address.
+//! Wiring: the store, the ClaimService, health, reflection, TLS and shutdown. [`Application`]
+//! binds first and serves later, so tests can bind port 0 and read the address. With
+//! `health_listen`, a second plaintext listener serves only grpc.health.v1.Health (the same
+//! reporter) for probes that cannot do mTLS or API keys.
 
-use crate::api::{ClaimsApi, Tenant};
+use crate::api::ClaimsApi;
+use crate::auth::{AuthLayer, Authenticator};
 use crate::config::Config;
 use crate::pb::{self, claim_service_server::ClaimServiceServer};
 use crate::store::{self, Store};
@@ -11,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
-use tonic::transport::Server;
+use tonic::transport::{Server, ServerTlsConfig};
 use tonic_health::ServingStatus;
 use tonic_health::server::HealthReporter;
 
@@ -21,20 +24,34 @@ pub const SERVICE_NAME: &str = "claimd.v1.ClaimService";
 /// A bound, ready-to-serve claimd.
 pub struct Application {
     listener: TcpListener,
+    health_listener: Option<TcpListener>,
+    tls: Option<ServerTlsConfig>,
     store: Arc<dyn Store>,
     config: Config,
 }
 
 impl Application {
-    /// Connects the store, applies migrations (unless disabled) and binds the listener.
+    /// Reads the TLS files, connects the store, applies migrations (unless disabled) and
+    /// binds the listener (and the health-only listener, if configured).
     pub async fn build(config: Config) -> anyhow::Result<Application> {
+        let tls = crate::tls::load(&config)?;
         let store = store::open(&config.database_url, &config.store).await?;
         if config.migrate {
             store.migrate().await?;
         }
+        protected_mode(&config, store.as_ref()).await?;
         let listener = TcpListener::bind(config.listen).await?;
+        let health_listener =
+            match config.health_listen {
+                Some(addr) => Some(TcpListener::bind(addr).await.map_err(|e| {
+                    anyhow::anyhow!("--health-listen: cannot listen on {addr}: {e}")
+                })?),
+                None => None,
+            };
         Ok(Application {
             listener,
+            health_listener,
+            tls,
             store,
             config,
         })
@@ -46,6 +63,24 @@ impl Application {
         self.listener
             .local_addr()
             .expect("bound listener has an address")
+    }
+
+    /// The address of the plaintext health-only listener, if one is configured.
+    pub fn health_addr(&self) -> Option<SocketAddr> {
+        // A bound TCP listener always has a local address.
+        self.health_listener
+            .as_ref()
+            .map(|l| l.local_addr().expect("bound listener has an address"))
+    }
+
+    /// How the main listener serves: `plaintext`, `tls` or `mtls` (client certificates
+    /// required).
+    pub fn tls_mode(&self) -> &'static str {
+        match (&self.tls, &self.config.tls_client_ca) {
+            (None, _) => "plaintext",
+            (Some(_), None) => "tls",
+            (Some(_), Some(_)) => "mtls",
+        }
     }
 
     /// Serves until `shutdown` completes, then reports NOT_SERVING, stops accepting calls and
@@ -65,23 +100,35 @@ impl Application {
             Arc::new(self.config.policies.clone()),
             self.config.max_blob,
         );
-        let claims = ClaimServiceServer::with_interceptor(api, |mut req: tonic::Request<()>| {
-            req.extensions_mut().insert(Tenant::default());
-            Ok(req)
-        });
+        let claims = ClaimServiceServer::new(api);
+        let auth = Arc::new(Authenticator::new(
+            self.store.clone(),
+            self.config.allows_calls_without_keys(),
+            self.config.key_cache_ttl,
+        ));
         let probe = tokio::spawn(probe_health(
             self.store.clone(),
             reporter.clone(),
             self.config.health_interval,
         ));
 
+        let (health_stop_tx, health_stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let health_only = self
+            .health_listener
+            .map(|l| tokio::spawn(serve_health_only(l, health_service.clone(), health_stop_rx)));
+
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let incoming = TcpListenerStream::new(self.listener);
+        let mut builder = Server::builder();
+        if let Some(tls) = self.tls {
+            builder = builder.tls_config(tls)?;
+        }
         let server = tokio::spawn(
-            Server::builder()
+            builder
                 .layer(tower::util::MapResponseLayer::new(
                     oversized_is_resource_exhausted,
                 ))
+                .layer(AuthLayer::new(auth))
                 .add_service(health_service)
                 .add_service(reflection_v1)
                 .add_service(reflection_v1alpha)
@@ -96,12 +143,68 @@ impl Application {
         probe.abort();
         set_status(&reporter, ServingStatus::NotServing).await;
         let _ = stop_tx.send(());
-        match tokio::time::timeout(self.config.shutdown_grace, server).await {
+        let deadline = tokio::time::Instant::now() + self.config.shutdown_grace;
+        match tokio::time::timeout_at(deadline, server).await {
             Ok(joined) => joined??,
             Err(_) => tracing::warn!("grace period over; exiting with calls still in flight"),
         }
+        // Probes keep seeing NOT_SERVING until the main listener has drained.
+        let _ = health_stop_tx.send(());
+        if let Some(mut health_only) = health_only {
+            match tokio::time::timeout_at(deadline, &mut health_only).await {
+                Ok(joined) => joined??,
+                Err(_) => health_only.abort(),
+            }
+        }
         Ok(())
     }
+}
+
+/// The plaintext health-only listener: its own `Server` builder, so neither the main
+/// listener's TLS nor its layers (API keys) apply; it serves nothing but grpc.health.v1.Health.
+async fn serve_health_only<S>(
+    listener: TcpListener,
+    health_service: S,
+    stop: tokio::sync::oneshot::Receiver<()>,
+) -> Result<(), tonic::transport::Error>
+where
+    S: tower::Service<
+            http::Request<tonic::body::Body>,
+            Response = http::Response<tonic::body::Body>,
+            Error = std::convert::Infallible,
+        > + tonic::server::NamedService
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+{
+    Server::builder()
+        .add_service(health_service)
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async {
+            let _ = stop.await;
+        })
+        .await
+}
+
+/// Protected mode (DESIGN §5): without API keys claimd serves only on loopback, as tenant
+/// `default`, unless told `--allow-unauthenticated`.
+async fn protected_mode(config: &Config, store: &dyn Store) -> anyhow::Result<()> {
+    if store.keys_exist().await? {
+        return Ok(());
+    }
+    if !config.allows_calls_without_keys() {
+        anyhow::bail!(
+            "refusing to serve on {} without API keys: create one with `claimd keys create \
+             --tenant NAME`, listen on a loopback address, or pass --allow-unauthenticated",
+            config.listen
+        );
+    }
+    tracing::warn!(
+        listen = %config.listen,
+        "no API keys: every caller acts as tenant `default` until a key is created"
+    );
+    Ok(())
 }
 
 /// tonic rejects a request over the message size limit with OUT_OF_RANGE before any

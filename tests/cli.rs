@@ -69,6 +69,7 @@ async fn migrate_creates_the_schema_and_serve_without_migrating_uses_it() {
         .args(["serve", "--no-migrate"])
         .env("CLAIMD_DATABASE_URL", &url)
         .env("CLAIMD_LISTEN", addr.to_string())
+        .env("CLAIMD_SEAL_KEYS", common::raw::TEST_SEAL_KEY)
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
@@ -124,6 +125,7 @@ async fn serve_refuses_a_database_it_cannot_reach_instead_of_starting_half_alive
             "--db-timeout",
             "2s",
         ])
+        .env("CLAIMD_SEAL_KEYS", common::raw::TEST_SEAL_KEY)
         .output()
         .unwrap();
     assert!(!output.status.success());

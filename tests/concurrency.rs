@@ -232,6 +232,8 @@ fn start_replica(database_url: &str) -> Replica {
     let child = Command::new(env!("CARGO_BIN_EXE_claimd"))
         .args(["serve", "--listen", &addr.to_string()])
         .args(["--database-url", database_url])
+        // Both replicas seal and open each other's rows with one key.
+        .env("CLAIMD_SEAL_KEYS", common::raw::TEST_SEAL_KEY)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log.reopen().expect("log file"))

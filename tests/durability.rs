@@ -45,6 +45,8 @@ async fn start(url: &str) -> (Claimd, ClaimServiceClient<Channel>) {
         "--database-url",
         url,
     ]);
+    // Every restart must read what the one before sealed: the same key each time.
+    cmd.env("CLAIMD_SEAL_KEYS", common::raw::TEST_SEAL_KEY);
     let server = Claimd::start(cmd, addr).await;
     (server, connect(addr).await)
 }

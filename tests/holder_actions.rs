@@ -45,6 +45,8 @@ async fn claim_quarantines_a_due_retry_when_the_attempt_budget_is_spent(backend:
     retry(&app, "Ev1", &token, Some(5), None).await.unwrap();
     let strict = spawn_app_on(app.database_url.clone(), |c| {
         c.policies.default.max_attempts = 1;
+        // A replica reads what the other sealed: the same keys.
+        c.store.seal = app.seal.clone();
     })
     .await;
     strict.advance(Duration::from_secs(6));

@@ -16,7 +16,9 @@ CREATE TABLE receipts (
     created_at       timestamptz NOT NULL,
     updated_at       timestamptz NOT NULL,
     completed_at     timestamptz,
-    last_error       text,
+    -- The four payload columns are sealed (src/seal.rs): a format byte, then the key id,
+    -- nonce and AES-256-GCM ciphertext bound to this row and column.
+    last_error       bytea,
     checkpoint       bytea,
     response         bytea,
     recovery_payload bytea,

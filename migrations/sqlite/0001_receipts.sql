@@ -15,7 +15,9 @@ CREATE TABLE receipts (
     created_at       INTEGER NOT NULL,
     updated_at       INTEGER NOT NULL,
     completed_at     INTEGER,
-    last_error       TEXT,
+    -- The four payload columns are sealed (src/seal.rs): a format byte, then the key id,
+    -- nonce and AES-256-GCM ciphertext bound to this row and column.
+    last_error       BLOB,
     checkpoint       BLOB,
     response         BLOB,
     recovery_payload BLOB,

@@ -50,6 +50,11 @@ impl From<StoreError> for Status {
             StoreError::Contended => {
                 Status::unavailable("too much contention on this key; retry later")
             }
+            StoreError::Sealed(reason) => {
+                // The reason names the field and the key id, never the payload.
+                tracing::error!(%reason, "a sealed field failed authentication");
+                Status::data_loss("a sealed field failed authentication")
+            }
             StoreError::Database(_)
             | StoreError::Migrate(_)
             | StoreError::Corrupt(_)

@@ -9,6 +9,7 @@ mod validate;
 pub use error::InvalidField;
 pub use validate::DEFAULT_MAX_BLOB;
 
+use crate::auth::Principal;
 use crate::domain::{Action, ClaimInput, Policies, ReceiptKey};
 use crate::pb::{self, claim_service_server::ClaimService};
 use crate::store::{OrphanQuery, Store};
@@ -16,18 +17,6 @@ use chrono::TimeDelta;
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 use uuid::Uuid;
-
-/// The tenant a request acts for, put into the request's extensions by the authentication
-/// layer in front of the service.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tenant(pub String);
-
-impl Default for Tenant {
-    /// The tenant of every caller while no API keys are configured.
-    fn default() -> Self {
-        Tenant("default".to_owned())
-    }
-}
 
 /// The ClaimService implementation.
 #[derive(Clone)]
@@ -48,11 +37,18 @@ impl ClaimsApi {
     }
 }
 
-fn tenant<T>(req: &Request<T>) -> Result<String, Status> {
+/// The caller's principal, put into the request by the authentication layer.
+fn principal<T>(req: &Request<T>) -> Result<Principal, Status> {
     req.extensions()
-        .get::<Tenant>()
-        .map(|t| t.0.clone())
+        .get::<Principal>()
+        .cloned()
         .ok_or_else(|| Status::unauthenticated("no credentials"))
+}
+
+/// The tenant of a caller allowed to use `id`'s namespace.
+fn tenant_for(principal: Principal, id: &ReceiptKey) -> Result<String, Status> {
+    principal.check(Some(&id.namespace))?;
+    Ok(principal.tenant)
 }
 
 fn receipt_key(namespace: String, key: String) -> Result<ReceiptKey, InvalidField> {
@@ -86,9 +82,10 @@ impl ClaimService for ClaimsApi {
         &self,
         request: Request<pb::ClaimRequest>,
     ) -> Result<Response<pb::ClaimResponse>, Status> {
-        let tenant = tenant(&request)?;
+        let caller = principal(&request)?;
         let req = request.into_inner();
         let id = receipt_key(req.namespace, req.key)?;
+        let tenant = tenant_for(caller, &id)?;
         tracing::Span::current().record("claim.namespace", id.namespace.as_str());
         validate::fingerprint(&req.fingerprint)?;
         let lease = validate::duration("lease_ttl", req.lease_ttl, validate::MIN_DELAY)?;
@@ -123,9 +120,10 @@ impl ClaimService for ClaimsApi {
         &self,
         request: Request<pb::CompleteRequest>,
     ) -> Result<Response<pb::CompleteResponse>, Status> {
-        let tenant = tenant(&request)?;
+        let caller = principal(&request)?;
         let req = request.into_inner();
         let id = receipt_key(req.namespace, req.key)?;
+        let tenant = tenant_for(caller, &id)?;
         let response = validate::blob("response", req.response, self.max_blob)?;
         let receipt = self
             .act(tenant, id, &req.claim_token, |_| {
@@ -140,9 +138,10 @@ impl ClaimService for ClaimsApi {
         &self,
         request: Request<pb::HeartbeatRequest>,
     ) -> Result<Response<pb::HeartbeatResponse>, Status> {
-        let tenant = tenant(&request)?;
+        let caller = principal(&request)?;
         let req = request.into_inner();
         let id = receipt_key(req.namespace, req.key)?;
+        let tenant = tenant_for(caller, &id)?;
         let lease = validate::duration("lease_ttl", req.lease_ttl, validate::MIN_DELAY)?;
         let checkpoint = match req.checkpoint {
             Some(cp) => Some(validate::blob("checkpoint", cp, self.max_blob)?.unwrap_or_default()),
@@ -164,9 +163,10 @@ impl ClaimService for ClaimsApi {
         &self,
         request: Request<pb::RetryRequest>,
     ) -> Result<Response<pb::RetryResponse>, Status> {
-        let tenant = tenant(&request)?;
+        let caller = principal(&request)?;
         let req = request.into_inner();
         let id = receipt_key(req.namespace, req.key)?;
+        let tenant = tenant_for(caller, &id)?;
         let error = validate::text("error", req.error, self.max_blob)?;
         let retry_after = validate::duration("retry_after", req.retry_after, validate::MIN_DELAY)?;
         let action = Action::Retry {
@@ -186,9 +186,10 @@ impl ClaimService for ClaimsApi {
         &self,
         request: Request<pb::QuarantineRequest>,
     ) -> Result<Response<pb::QuarantineResponse>, Status> {
-        let tenant = tenant(&request)?;
+        let caller = principal(&request)?;
         let req = request.into_inner();
         let id = receipt_key(req.namespace, req.key)?;
+        let tenant = tenant_for(caller, &id)?;
         let error = validate::text("error", req.error, self.max_blob)?;
         let receipt = self
             .act(tenant, id, &req.claim_token, |_| {
@@ -203,9 +204,10 @@ impl ClaimService for ClaimsApi {
         &self,
         request: Request<pb::GetRequest>,
     ) -> Result<Response<pb::GetResponse>, Status> {
-        let tenant = tenant(&request)?;
+        let caller = principal(&request)?;
         let req = request.into_inner();
         let id = receipt_key(req.namespace, req.key)?;
+        let tenant = tenant_for(caller, &id)?;
         let receipt = self.store.get(&tenant, &id).await?;
         let receipt = receipt.ok_or(crate::store::StoreError::NotFound)?;
         Ok(Response::new(pb::GetResponse {
@@ -218,7 +220,7 @@ impl ClaimService for ClaimsApi {
         &self,
         request: Request<pb::ListOrphanedRequest>,
     ) -> Result<Response<pb::ListOrphanedResponse>, Status> {
-        let tenant = tenant(&request)?;
+        let caller = principal(&request)?;
         let req = request.into_inner();
         let namespace = match req.namespace.is_empty() {
             true => None,
@@ -227,6 +229,8 @@ impl ClaimService for ClaimsApi {
             }
         };
         let overdue_by = validate::duration("overdue_by", req.overdue_by, TimeDelta::zero())?;
+        caller.check(namespace.as_deref())?;
+        let tenant = caller.tenant;
         let query = OrphanQuery {
             namespace,
             limit: validate::page_size(req.page_size)?,

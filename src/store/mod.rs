@@ -3,10 +3,13 @@
 //! comes out as a [`StoreError`].
 
 mod clock;
+pub mod keys;
 pub mod postgres;
+mod sealed;
 pub mod sqlite;
 
 pub use clock::Clock;
+pub use sealed::{ResealBatch, ResealCursor, StoredBlobs, UNREADABLE, reseal_all};
 
 use crate::domain::{
     Action, ActionError, ClaimInput, ClaimOutcome, Policy, Receipt, ReceiptKey, Timestamp,
@@ -46,6 +49,10 @@ pub enum StoreError {
     /// A stored row violates claimd's own rules.
     #[error("corrupt row: {0}")]
     Corrupt(String),
+    /// A sealed field did not verify (tampered, moved, or under a key not configured):
+    /// DATA_LOSS, and never the plaintext.
+    #[error("a sealed field failed authentication")]
+    Sealed(#[from] crate::seal::SealError),
 }
 
 /// Where a page of orphans starts (exclusive): the sort key of the last orphan returned.
@@ -107,7 +114,7 @@ impl OrphanPage {
 /// The durable home of receipts. Every method is scoped by the tenant from the credentials,
 /// and every time comparison uses the database's clock (shifted by the store's [`Clock`]).
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: keys::KeyStore + Send + Sync + 'static {
     /// Decides a Claim (DESIGN §2) in one round trip; a duplicate writes nothing.
     async fn claim(
         &self,
@@ -141,6 +148,14 @@ pub trait Store: Send + Sync + 'static {
 
     /// Applies the embedded migrations.
     async fn migrate(&self) -> Result<(), StoreError>;
+
+    /// `claimd reseal`: seals the sealed columns of up to `limit` rows after `after` (in
+    /// primary-key order) again under the current key, skipping rows already under it.
+    async fn reseal_batch(
+        &self,
+        after: Option<&ResealCursor>,
+        limit: u32,
+    ) -> Result<ResealBatch, StoreError>;
 }
 
 /// Opens the store a database URL names: `postgres://…` (or `postgresql://…`) or
@@ -166,6 +181,9 @@ pub struct StoreOptions {
     pub clock: Clock,
     /// Take the embedded database's file lock, so no second claimd serves the same file.
     pub exclusive: bool,
+    /// Seals the payload columns; the default has one random key for the life of the
+    /// process (what tests want; `serve` configures real keys).
+    pub seal: Arc<crate::seal::Sealer>,
 }
 
 impl Default for StoreOptions {
@@ -175,6 +193,7 @@ impl Default for StoreOptions {
             acquire_timeout: std::time::Duration::from_secs(5),
             clock: Clock::default(),
             exclusive: false,
+            seal: Arc::new(crate::seal::Sealer::ephemeral()),
         }
     }
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use tonic::transport::Channel;
+use tonic::transport::{Channel, ClientTlsConfig};
 
 /// Which store a test runs against; the conformance suite runs every test on both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,10 +43,14 @@ impl Backend {
 pub struct TestApp {
     /// Where it listens.
     pub addr: SocketAddr,
+    /// Where the plaintext health-only listener is, if the configuration asked for one.
+    pub health_addr: Option<SocketAddr>,
     /// A connected client.
     pub client: ClaimServiceClient<Channel>,
     /// The database clock offset shared with the server's store.
     pub clock: Clock,
+    /// The server's sealer (by default one random key), for stores the test opens itself.
+    pub seal: Arc<claimd::seal::Sealer>,
     /// The test's own database.
     pub database_url: String,
     shutdown: Option<oneshot::Sender<()>>,
@@ -83,17 +87,31 @@ pub async fn spawn_app_on(database_url: String, configure: impl FnOnce(&mut Conf
     config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
     configure(&mut config);
     let clock = config.store.clock.clone();
+    let seal = config.store.seal.clone();
+    let tls = config.tls_cert.is_some();
     // A test cannot go on without its server.
     let app = Application::build(config).await.expect("claimd starts");
     let addr = app.local_addr();
+    let health_addr = app.health_addr();
     let (tx, rx) = oneshot::channel::<()>();
     let handle = tokio::spawn(app.run_until(async {
         let _ = rx.await;
     }));
+    // Over TLS the plaintext client cannot connect; it is created unconnected (and fails
+    // when used): TLS tests make their own with `tls_channel`.
+    let client = if tls {
+        // `http://` and a socket address always make a valid URI.
+        let endpoint = Channel::from_shared(format!("http://{addr}")).expect("a valid URI");
+        ClaimServiceClient::new(endpoint.connect_lazy())
+    } else {
+        connect(addr).await
+    };
     TestApp {
         addr,
-        client: connect(addr).await,
+        health_addr,
+        client,
         clock,
+        seal,
         database_url,
         shutdown: Some(tx),
         handle: Some(handle),
@@ -110,6 +128,20 @@ pub async fn connect(addr: SocketAddr) -> ClaimServiceClient<Channel> {
         .expect("client connects")
 }
 
+/// A channel to `addr` over TLS with `tls` (which names the server `localhost`); the error
+/// if the TCP connection, the TLS handshake or the HTTP/2 handshake fails.
+pub async fn tls_channel(
+    addr: SocketAddr,
+    tls: ClientTlsConfig,
+) -> Result<Channel, tonic::transport::Error> {
+    // `https://` and a socket address always make a valid URI.
+    Channel::from_shared(format!("https://{addr}"))
+        .expect("a valid URI")
+        .tls_config(tls.domain_name("localhost"))?
+        .connect()
+        .await
+}
+
 impl TestApp {
     /// Moves the database clock forward without sleeping.
     pub fn advance(&self, by: Duration) {
@@ -122,11 +154,12 @@ impl TestApp {
         connect(self.addr).await
     }
 
-    /// A store on the same database and clock, to seed or inspect rows directly (e.g. for
+    /// A store on the same database, clock and seal keys, to seed or inspect rows directly (e.g. for
     /// another tenant).
     pub async fn store(&self) -> Arc<dyn Store> {
         let options = store::StoreOptions {
             clock: self.clock.clone(),
+            seal: self.seal.clone(),
             ..store::StoreOptions::default()
         };
         // The server is using this database right now.

@@ -1,10 +1,14 @@
 //! Shared test harness: a PostgreSQL server per test binary ([`pg`]) and a real claimd on
-//! a real socket over a fresh database per test ([`app`]). Not every binary uses every part.
+//! a real socket over a fresh database per test ([`app`]), certificates made at test time
+//! ([`certs`]), the stored sealed columns ([`raw`]). Not every binary uses every part.
 #![allow(dead_code)]
 
 pub mod app;
+pub mod certs;
 pub mod pg;
+pub mod probe;
 pub mod process;
+pub mod raw;
 
 /// Runs each listed `async fn name(backend: Backend)` twice, as `postgres::name` and
 /// `sqlite::name`: one conformance suite, two stores.

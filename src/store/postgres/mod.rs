@@ -4,20 +4,29 @@
 //! absent or really due, so a duplicate costs a read. Under READ COMMITTED, a concurrent
 //! insert or takeover that commits after the statement's snapshot leaves the statement
 //! without a consistent answer; it detects that case and runs again with a new snapshot
-//! (the only time a Claim takes a second round trip).
+//! (the only time a Claim takes a second round trip). The payload columns are sealed when
+//! bound and opened when a row is decoded (`store::sealed`); the domain sees plaintext.
 
+mod keys;
+mod orphans;
+mod reseal;
 mod row;
 
 use self::row::{ReceiptRow, columns};
-use super::{OrphanPage, OrphanQuery, Store, StoreError, StoreOptions};
+use super::{
+    OrphanPage, OrphanQuery, ResealBatch, ResealCursor, Store, StoreError, StoreOptions,
+    StoredBlobs,
+};
 use crate::domain::{
     Action, ClaimInput, ClaimOutcome, Decision, Policy, Receipt, ReceiptKey, State, Timestamp,
     Write, apply, decide_claim,
 };
+use crate::seal::{Binding, Field, Sealer};
 use crate::store::Clock;
 use async_trait::async_trait;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::{FromRow, Row};
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// How often a Claim runs again after losing a race to a concurrent commit.
@@ -77,23 +86,12 @@ const GET: &str = concat!(
     " FROM receipts WHERE tenant_id = $1 AND namespace = $2 AND key = $3"
 );
 
-const ORPHANS: &str = concat!(
-    "SELECT ",
-    columns!(),
-    " FROM receipts
-    WHERE tenant_id = $1
-      AND due_at <= COALESCE($8::timestamptz, now()) + $2::bigint * interval '1 microsecond'
-      AND ($3::text IS NULL OR namespace = $3)
-      AND ($4::timestamptz IS NULL OR (due_at, namespace, key) > ($4, $5::text, $6::text))
-    ORDER BY due_at, namespace, key
-    LIMIT $7"
-);
-
 /// Receipts in PostgreSQL.
 #[derive(Debug, Clone)]
 pub struct PgStore {
     pool: PgPool,
     clock: Clock,
+    seal: Arc<Sealer>,
 }
 
 impl PgStore {
@@ -108,6 +106,7 @@ impl PgStore {
         Ok(PgStore {
             pool,
             clock: options.clock.clone(),
+            seal: options.seal.clone(),
         })
     }
 
@@ -147,8 +146,13 @@ fn micros(d: chrono::TimeDelta) -> i64 {
     d.num_microseconds().unwrap_or(i64::MAX)
 }
 
-fn decode(row: &sqlx::postgres::PgRow) -> Result<Receipt, StoreError> {
-    ReceiptRow::from_row(row).map_err(interpret)?.try_into()
+impl PgStore {
+    /// A `receipts` row as a receipt of `tenant`, its sealed fields opened (or DATA_LOSS).
+    fn decode(&self, tenant: &str, row: &sqlx::postgres::PgRow) -> Result<Receipt, StoreError> {
+        let (mut receipt, blobs) = ReceiptRow::from_row(row).map_err(interpret)?.into_parts()?;
+        blobs.open_into(&self.seal, tenant, &mut receipt)?;
+        Ok(receipt)
+    }
 }
 
 #[async_trait]
@@ -159,6 +163,17 @@ impl Store for PgStore {
         input: &ClaimInput,
         policy: &Policy,
     ) -> Result<ClaimOutcome, StoreError> {
+        // Sealed in Rust for this exact row before the statement: the payload a first claim
+        // stores and the error text a budget-spent takeover stores.
+        let at = Binding {
+            tenant,
+            namespace: &input.id.namespace,
+            key: &input.id.key,
+        };
+        let payload = input.recovery_payload.as_deref();
+        let payload = payload.map(|p| self.seal.seal(at, Field::RecoveryPayload, p));
+        let exceeded = crate::domain::EXCEEDED_MAX_ATTEMPTS.as_bytes();
+        let exceeded = self.seal.seal(at, Field::LastError, exceeded);
         for _ in 0..MAX_RACES {
             let row = sqlx::query(CLAIM)
                 .bind(tenant)
@@ -168,9 +183,9 @@ impl Store for PgStore {
                 .bind(&input.fingerprint)
                 .bind(input.new_token)
                 .bind(micros(input.lease_ttl))
-                .bind(&input.recovery_payload)
+                .bind(&payload)
                 .bind(i64::from(policy.max_attempts))
-                .bind(crate::domain::EXCEEDED_MAX_ATTEMPTS)
+                .bind(&exceeded)
                 .bind(self.clock.frozen())
                 .fetch_optional(&self.pool)
                 .await
@@ -179,7 +194,7 @@ impl Store for PgStore {
             let Some(row) = row else { continue };
             let src: String = row.try_get("src").map_err(interpret)?;
             let now: Timestamp = row.try_get("db_now").map_err(interpret)?;
-            let receipt = decode(&row)?;
+            let receipt = self.decode(tenant, &row)?;
             let outcome = match src.as_str() {
                 "ins" => ClaimOutcome {
                     decision: Decision::Claimed,
@@ -228,9 +243,10 @@ impl Store for PgStore {
             .map_err(interpret)?
             .ok_or(StoreError::NotFound)?;
         let now: Timestamp = row.try_get("db_now").map_err(interpret)?;
-        let current = decode(&row)?;
+        let current = self.decode(tenant, &row)?;
         let next = apply(&current, token, action, now, policy)?;
         if next != current {
+            let blobs = StoredBlobs::seal(&self.seal, tenant, &next);
             sqlx::query(WRITE)
                 .bind(tenant)
                 .bind(&id.namespace)
@@ -243,10 +259,10 @@ impl Store for PgStore {
                 .bind(next.next_attempt_at)
                 .bind(next.updated_at)
                 .bind(next.completed_at)
-                .bind(&next.last_error)
-                .bind(&next.checkpoint)
-                .bind(&next.response)
-                .bind(&next.recovery_payload)
+                .bind(&blobs.last_error)
+                .bind(&blobs.checkpoint)
+                .bind(&blobs.response)
+                .bind(&blobs.recovery_payload)
                 .execute(&mut *tx)
                 .await
                 .map_err(interpret)?;
@@ -263,7 +279,7 @@ impl Store for PgStore {
             .fetch_optional(&self.pool)
             .await
             .map_err(interpret)?;
-        row.as_ref().map(decode).transpose()
+        row.map(|r| self.decode(tenant, &r)).transpose()
     }
 
     async fn list_orphaned(
@@ -271,21 +287,7 @@ impl Store for PgStore {
         tenant: &str,
         query: &OrphanQuery,
     ) -> Result<OrphanPage, StoreError> {
-        let after = query.after.as_ref();
-        let rows = sqlx::query(ORPHANS)
-            .bind(tenant)
-            .bind(self.offset().saturating_sub(micros(query.overdue_by)))
-            .bind(&query.namespace)
-            .bind(after.map(|c| c.due_at))
-            .bind(after.map(|c| c.namespace.as_str()))
-            .bind(after.map(|c| c.key.as_str()))
-            .bind(i64::from(query.limit) + 1)
-            .bind(self.clock.frozen())
-            .fetch_all(&self.pool)
-            .await
-            .map_err(interpret)?;
-        let orphans = rows.iter().map(decode).collect::<Result<Vec<_>, _>>()?;
-        OrphanPage::from_rows(orphans, query.limit)
+        self.orphans(tenant, query).await
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
@@ -301,5 +303,13 @@ impl Store for PgStore {
             .run(&self.pool)
             .await?;
         Ok(())
+    }
+
+    async fn reseal_batch(
+        &self,
+        after: Option<&ResealCursor>,
+        limit: u32,
+    ) -> Result<ResealBatch, StoreError> {
+        self.reseal(after, limit).await
     }
 }

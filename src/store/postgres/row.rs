@@ -1,7 +1,7 @@
 //! Decoding PostgreSQL rows into domain receipts.
 
 use crate::domain::{Receipt, ReceiptKey, State, Timestamp};
-use crate::store::StoreError;
+use crate::store::{StoreError, StoredBlobs};
 use uuid::Uuid;
 
 /// The `receipts` columns claimd reads (without `tenant_id` and `due_at`), as a literal for
@@ -30,22 +30,28 @@ pub(super) struct ReceiptRow {
     created_at: Timestamp,
     updated_at: Timestamp,
     completed_at: Option<Timestamp>,
-    last_error: Option<String>,
+    last_error: Option<Vec<u8>>,
     checkpoint: Option<Vec<u8>>,
     response: Option<Vec<u8>>,
     recovery_payload: Option<Vec<u8>>,
 }
 
-impl TryFrom<ReceiptRow> for Receipt {
-    type Error = StoreError;
-
-    fn try_from(row: ReceiptRow) -> Result<Self, StoreError> {
+impl ReceiptRow {
+    /// The receipt without its sealed fields, and those fields as stored.
+    pub(super) fn into_parts(self) -> Result<(Receipt, StoredBlobs), StoreError> {
+        let row = self;
         let state = State::parse(&row.state)
             .ok_or_else(|| StoreError::Corrupt(format!("unknown state {:?}", row.state)))?;
         let count = |n: i32, what: &str| {
             u32::try_from(n).map_err(|_| StoreError::Corrupt(format!("negative {what}")))
         };
-        Ok(Receipt {
+        let blobs = StoredBlobs {
+            last_error: row.last_error,
+            checkpoint: row.checkpoint,
+            response: row.response,
+            recovery_payload: row.recovery_payload,
+        };
+        let receipt = Receipt {
             id: ReceiptKey {
                 namespace: row.namespace,
                 key: row.key,
@@ -60,10 +66,11 @@ impl TryFrom<ReceiptRow> for Receipt {
             created_at: row.created_at,
             updated_at: row.updated_at,
             completed_at: row.completed_at,
-            last_error: row.last_error,
-            checkpoint: row.checkpoint,
-            response: row.response,
-            recovery_payload: row.recovery_payload,
-        })
+            last_error: None,
+            checkpoint: None,
+            response: None,
+            recovery_payload: None,
+        };
+        Ok((receipt, blobs))
     }
 }

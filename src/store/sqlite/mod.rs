@@ -4,18 +4,26 @@
 //! through a single writer connection in a `BEGIN IMMEDIATE` transaction that re-reads the
 //! row, decides with the pure domain functions and writes the result, so writes are
 //! serialized and exactly one Claim wins. The clock is this process's (the database is in
-//! this process), shifted by the store's [`Clock`].
+//! this process), shifted by the store's [`Clock`]. The payload columns are sealed when
+//! bound and opened when a row is decoded (`store::sealed`).
 
+mod keys;
 mod lock;
+mod orphans;
+mod reseal;
 mod row;
 
 pub use lock::FileLock;
 
 use self::row::{ReceiptRow, columns, micros};
-use super::{OrphanPage, OrphanQuery, Store, StoreError, StoreOptions};
+use super::{
+    OrphanPage, OrphanQuery, ResealBatch, ResealCursor, Store, StoreError, StoreOptions,
+    StoredBlobs,
+};
 use crate::domain::{
     Action, ClaimInput, ClaimOutcome, Policy, Receipt, ReceiptKey, Write, apply, decide_claim,
 };
+use crate::seal::Sealer;
 use crate::store::Clock;
 use async_trait::async_trait;
 use sqlx::sqlite::{
@@ -45,23 +53,13 @@ const UPSERT: &str = "INSERT INTO receipts (tenant_id, namespace, key, state, at
     checkpoint = excluded.checkpoint, response = excluded.response,
     recovery_payload = excluded.recovery_payload";
 
-const ORPHANS: &str = concat!(
-    "SELECT ",
-    columns!(),
-    " FROM receipts
-    WHERE tenant_id = ?1 AND due_at <= ?2
-      AND (?3 IS NULL OR namespace = ?3)
-      AND (?4 IS NULL OR (due_at, namespace, key) > (?4, ?5, ?6))
-    ORDER BY due_at, namespace, key
-    LIMIT ?7"
-);
-
 /// Receipts in one SQLite file.
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     reader: SqlitePool,
     writer: SqlitePool,
     clock: Clock,
+    seal: Arc<Sealer>,
     _lock: Option<Arc<FileLock>>,
 }
 
@@ -103,6 +101,7 @@ impl SqliteStore {
             reader,
             writer,
             clock: options.clock.clone(),
+            seal: options.seal.clone(),
             _lock: lock,
         })
     }
@@ -128,8 +127,10 @@ fn interpret(e: sqlx::Error) -> StoreError {
     }
 }
 
+/// The receipt, its sealed fields opened (or DATA_LOSS).
 async fn fetch(
     conn: &mut SqliteConnection,
+    seal: &Sealer,
     tenant: &str,
     id: &ReceiptKey,
 ) -> Result<Option<Receipt>, StoreError> {
@@ -140,11 +141,28 @@ async fn fetch(
         .fetch_optional(&mut *conn)
         .await
         .map_err(interpret)?;
-    row.map(|r| ReceiptRow::from_row(&r).map_err(interpret)?.try_into())
-        .transpose()
+    row.map(|r| decode(seal, tenant, &r)).transpose()
 }
 
-async fn upsert(conn: &mut SqliteConnection, tenant: &str, r: &Receipt) -> Result<(), StoreError> {
+/// A `receipts` row as a receipt of `tenant`, its sealed fields opened.
+fn decode(
+    seal: &Sealer,
+    tenant: &str,
+    row: &sqlx::sqlite::SqliteRow,
+) -> Result<Receipt, StoreError> {
+    let (mut receipt, blobs) = ReceiptRow::from_row(row).map_err(interpret)?.into_parts()?;
+    blobs.open_into(seal, tenant, &mut receipt)?;
+    Ok(receipt)
+}
+
+/// Writes `r`, its payload fields sealed for its row.
+async fn upsert(
+    conn: &mut SqliteConnection,
+    seal: &Sealer,
+    tenant: &str,
+    r: &Receipt,
+) -> Result<(), StoreError> {
+    let blobs = StoredBlobs::seal(seal, tenant, r);
     sqlx::query(UPSERT)
         .bind(tenant)
         .bind(&r.id.namespace)
@@ -159,10 +177,10 @@ async fn upsert(conn: &mut SqliteConnection, tenant: &str, r: &Receipt) -> Resul
         .bind(micros(r.created_at))
         .bind(micros(r.updated_at))
         .bind(r.completed_at.map(micros))
-        .bind(&r.last_error)
-        .bind(&r.checkpoint)
-        .bind(&r.response)
-        .bind(&r.recovery_payload)
+        .bind(&blobs.last_error)
+        .bind(&blobs.checkpoint)
+        .bind(&blobs.response)
+        .bind(&blobs.recovery_payload)
         .execute(&mut *conn)
         .await
         .map_err(interpret)?;
@@ -179,7 +197,7 @@ impl Store for SqliteStore {
     ) -> Result<ClaimOutcome, StoreError> {
         // A duplicate is answered from a reader, without touching the writer.
         let mut reader = self.reader.acquire().await.map_err(interpret)?;
-        let current = fetch(&mut reader, tenant, &input.id).await?;
+        let current = fetch(&mut reader, &self.seal, tenant, &input.id).await?;
         drop(reader);
         let outcome = decide_claim(current.as_ref(), input, self.clock.now(), policy);
         if outcome.write == Write::None {
@@ -190,10 +208,10 @@ impl Store for SqliteStore {
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(interpret)?;
-        let current = fetch(&mut tx, tenant, &input.id).await?;
+        let current = fetch(&mut tx, &self.seal, tenant, &input.id).await?;
         let outcome = decide_claim(current.as_ref(), input, self.clock.now(), policy);
         if outcome.write != Write::None {
-            upsert(&mut tx, tenant, &outcome.receipt).await?;
+            upsert(&mut tx, &self.seal, tenant, &outcome.receipt).await?;
         }
         tx.commit().await.map_err(interpret)?;
         Ok(outcome)
@@ -212,12 +230,12 @@ impl Store for SqliteStore {
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(interpret)?;
-        let current = fetch(&mut tx, tenant, id)
+        let current = fetch(&mut tx, &self.seal, tenant, id)
             .await?
             .ok_or(StoreError::NotFound)?;
         let next = apply(&current, token, action, self.clock.now(), policy)?;
         if next != current {
-            upsert(&mut tx, tenant, &next).await?;
+            upsert(&mut tx, &self.seal, tenant, &next).await?;
         }
         tx.commit().await.map_err(interpret)?;
         Ok(next)
@@ -225,7 +243,7 @@ impl Store for SqliteStore {
 
     async fn get(&self, tenant: &str, id: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {
         let mut reader = self.reader.acquire().await.map_err(interpret)?;
-        fetch(&mut reader, tenant, id).await
+        fetch(&mut reader, &self.seal, tenant, id).await
     }
 
     async fn list_orphaned(
@@ -233,24 +251,7 @@ impl Store for SqliteStore {
         tenant: &str,
         query: &OrphanQuery,
     ) -> Result<OrphanPage, StoreError> {
-        let after = query.after.as_ref();
-        let due_by = self.clock.now() - query.overdue_by;
-        let rows = sqlx::query(ORPHANS)
-            .bind(tenant)
-            .bind(micros(due_by))
-            .bind(&query.namespace)
-            .bind(after.map(|c| micros(c.due_at)))
-            .bind(after.map(|c| c.namespace.as_str()))
-            .bind(after.map(|c| c.key.as_str()))
-            .bind(i64::from(query.limit) + 1)
-            .fetch_all(&self.reader)
-            .await
-            .map_err(interpret)?;
-        let orphans = rows
-            .iter()
-            .map(|r| ReceiptRow::from_row(r).map_err(interpret)?.try_into())
-            .collect::<Result<Vec<Receipt>, StoreError>>()?;
-        OrphanPage::from_rows(orphans, query.limit)
+        self.orphans(tenant, query).await
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
@@ -266,5 +267,13 @@ impl Store for SqliteStore {
             .run(&self.writer)
             .await?;
         Ok(())
+    }
+
+    async fn reseal_batch(
+        &self,
+        after: Option<&ResealCursor>,
+        limit: u32,
+    ) -> Result<ResealBatch, StoreError> {
+        self.reseal(after, limit).await
     }
 }

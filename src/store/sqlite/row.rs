@@ -1,7 +1,7 @@
 //! Decoding SQLite rows into domain receipts and binding receipts for the upsert.
 
 use crate::domain::{Receipt, ReceiptKey, State, Timestamp};
-use crate::store::StoreError;
+use crate::store::{StoreError, StoredBlobs};
 use chrono::DateTime;
 use uuid::Uuid;
 
@@ -30,7 +30,7 @@ pub(super) struct ReceiptRow {
     created_at: i64,
     updated_at: i64,
     completed_at: Option<i64>,
-    last_error: Option<String>,
+    last_error: Option<Vec<u8>>,
     checkpoint: Option<Vec<u8>>,
     response: Option<Vec<u8>>,
     recovery_payload: Option<Vec<u8>>,
@@ -50,16 +50,22 @@ fn opt_time(micros: Option<i64>) -> Result<Option<Timestamp>, StoreError> {
     micros.map(time).transpose()
 }
 
-impl TryFrom<ReceiptRow> for Receipt {
-    type Error = StoreError;
-
-    fn try_from(row: ReceiptRow) -> Result<Self, StoreError> {
+impl ReceiptRow {
+    /// The receipt without its sealed fields, and those fields as stored.
+    pub(super) fn into_parts(self) -> Result<(Receipt, StoredBlobs), StoreError> {
+        let row = self;
         let state = State::parse(&row.state)
             .ok_or_else(|| StoreError::Corrupt(format!("unknown state {:?}", row.state)))?;
         let count = |n: i64, what: &str| {
             u32::try_from(n).map_err(|_| StoreError::Corrupt(format!("{what} out of range")))
         };
-        Ok(Receipt {
+        let blobs = StoredBlobs {
+            last_error: row.last_error,
+            checkpoint: row.checkpoint,
+            response: row.response,
+            recovery_payload: row.recovery_payload,
+        };
+        let receipt = Receipt {
             id: ReceiptKey {
                 namespace: row.namespace,
                 key: row.key,
@@ -74,10 +80,11 @@ impl TryFrom<ReceiptRow> for Receipt {
             created_at: time(row.created_at)?,
             updated_at: time(row.updated_at)?,
             completed_at: opt_time(row.completed_at)?,
-            last_error: row.last_error,
-            checkpoint: row.checkpoint,
-            response: row.response,
-            recovery_payload: row.recovery_payload,
-        })
+            last_error: None,
+            checkpoint: None,
+            response: None,
+            recovery_payload: None,
+        };
+        Ok((receipt, blobs))
     }
 }

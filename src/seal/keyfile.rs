@@ -1,0 +1,94 @@
+//! Seal key files: one base64 key per line, the current one first, `#` comments allowed.
+//! The embedded store generates one (mode 0600) on first start; it is written under a
+//! temporary name and linked into place, so a crash never leaves a half-written key file and
+//! two processes starting at once end up with the same key.
+
+use super::ring::{KeyError, KeyRing, encode_key, generate_key};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The name of the generated key file, beside the embedded database.
+pub const KEY_FILE_NAME: &str = "seal.key";
+
+fn file_error(path: &Path) -> impl FnOnce(std::io::Error) -> KeyError + '_ {
+    move |source| KeyError::File {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Reads the key ring in `path`. Warns (without the keys) when the file is readable by
+/// anybody but its owner.
+pub fn load(path: &Path) -> Result<KeyRing, KeyError> {
+    let text = std::fs::read_to_string(path).map_err(file_error(path))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let meta = std::fs::metadata(path).map_err(file_error(path))?;
+        if meta.permissions().mode() & 0o077 != 0 {
+            tracing::warn!(
+                path = %path.display(),
+                "the seal key file is readable by other users; chmod 600 it"
+            );
+        }
+    }
+    KeyRing::parse_file(&text).map_err(|e| match e {
+        KeyError::Empty => KeyError::File {
+            path: path.to_owned(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, "holds no key"),
+        },
+        other => other,
+    })
+}
+
+/// Reads the key ring in `path`, first generating a file with one new key (mode 0600) if
+/// there is none. Returns the ring and whether the file was created now.
+pub fn load_or_create(path: &Path) -> Result<(KeyRing, bool), KeyError> {
+    if path.exists() {
+        return Ok((load(path)?, false));
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(file_error(dir))?;
+    }
+    let temp = temp_path(path);
+    let written = write_new(&temp);
+    let linked = written.and_then(|()| std::fs::hard_link(&temp, path));
+    let _ = std::fs::remove_file(&temp);
+    match linked {
+        Ok(()) => {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                // Make the new directory entry durable; failing that, the file is still there.
+                let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
+            }
+            Ok((load(path)?, true))
+        }
+        // Another process created it first: use its key.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok((load(path)?, false)),
+        Err(e) => Err(file_error(path)(e)),
+    }
+}
+
+fn temp_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(".tmp-{}", std::process::id()));
+    PathBuf::from(name)
+}
+
+fn write_new(path: &Path) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path)?;
+    writeln!(
+        file,
+        "# claimd seal keys: one base64 AES-256 key per line, the current key first; keys\n\
+         # after it only open what they sealed. Keep this file secret, and keep it with the\n\
+         # database's backups: without it the sealed payloads cannot be read.\n{}",
+        encode_key(&generate_key())
+    )?;
+    file.sync_all()
+}

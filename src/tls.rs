@@ -1,0 +1,98 @@
+//! TLS for the gRPC listener (rustls, through tonic's `tls-ring` feature): the flag rules
+//! (`--tls-cert` and `--tls-key` together; `--tls-client-ca` only with them) and the PEM
+//! files read and checked at start, so a bad file stops claimd before it serves. Errors name
+//! the flag and the path, never the file's contents.
+
+use crate::config::Config;
+use std::path::Path;
+use std::time::Duration;
+use tonic::transport::{Certificate, Identity, ServerTlsConfig};
+
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+/// How long a client may take to finish the TLS handshake before the connection is dropped.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Checks which TLS flags go together, without touching the files.
+pub fn check_flags(config: &Config) -> anyhow::Result<()> {
+    match (&config.tls_cert, &config.tls_key, &config.tls_client_ca) {
+        (Some(_), None, _) => anyhow::bail!(
+            "--tls-cert (CLAIMD_TLS_CERT) is set but --tls-key (CLAIMD_TLS_KEY) is not: TLS \
+             needs both, plaintext neither"
+        ),
+        (None, Some(_), _) => anyhow::bail!(
+            "--tls-key (CLAIMD_TLS_KEY) is set but --tls-cert (CLAIMD_TLS_CERT) is not: TLS \
+             needs both, plaintext neither"
+        ),
+        (None, None, Some(_)) => anyhow::bail!(
+            "--tls-client-ca (CLAIMD_TLS_CLIENT_CA) needs --tls-cert and --tls-key: client \
+             certificates are only checked over TLS"
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// Reads and checks the TLS files: `None` for plaintext, otherwise the main listener's TLS
+/// configuration (client certificates required when `tls_client_ca` is set).
+pub fn load(config: &Config) -> anyhow::Result<Option<ServerTlsConfig>> {
+    check_flags(config)?;
+    let (Some(cert), Some(key)) = (&config.tls_cert, &config.tls_key) else {
+        return Ok(None);
+    };
+    let cert_pem = read("--tls-cert", cert)?;
+    certificates("--tls-cert", cert, &cert_pem)?;
+    let key_pem = read("--tls-key", key)?;
+    if PrivateKeyDer::from_pem_slice(&key_pem).is_err() {
+        anyhow::bail!(
+            "--tls-key: {} holds no PEM private key (PKCS#8, PKCS#1 or SEC1)",
+            key.display()
+        );
+    }
+    let mut tls = ServerTlsConfig::new()
+        .identity(Identity::from_pem(cert_pem, key_pem))
+        .timeout(HANDSHAKE_TIMEOUT);
+    if let Some(ca) = &config.tls_client_ca {
+        let ca_pem = read("--tls-client-ca", ca)?;
+        certificates("--tls-client-ca", ca, &ca_pem)?;
+        tls = tls
+            .client_ca_root(Certificate::from_pem(ca_pem))
+            .client_auth_optional(false);
+    }
+    // rustls checks what PEM parsing cannot: a usable key that matches the certificate.
+    if let Err(e) = tonic::transport::Server::builder().tls_config(tls.clone()) {
+        anyhow::bail!(
+            "--tls-cert/--tls-key: {} and {} are not a usable certificate and key pair: {}",
+            cert.display(),
+            key.display(),
+            error_chain(&e)
+        );
+    }
+    Ok(Some(tls))
+}
+
+fn read(flag: &str, path: &Path) -> anyhow::Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| anyhow::anyhow!("{flag}: cannot read {}: {e}", path.display()))
+}
+
+/// At least one certificate, and every PEM section a well-formed one. The parser's own error
+/// is not shown: it can quote lines of the file.
+fn certificates(flag: &str, path: &Path, pem: &[u8]) -> anyhow::Result<()> {
+    let parsed: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(pem).collect();
+    match parsed {
+        Ok(certs) if !certs.is_empty() => Ok(()),
+        _ => anyhow::bail!("{flag}: {} holds no valid PEM certificate", path.display()),
+    }
+}
+
+/// The error and its sources on one line (tonic's transport error hides the cause).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        source = e.source();
+    }
+    text
+}
