@@ -7,7 +7,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod metrics;
+pub mod policies;
 mod sealing;
+pub use metrics::{MetricsListen, parse_metrics_listen};
+pub use policies::{CheckConfigArgs, PolicyArgs, PolicyFileError};
 pub use sealing::{KeyUse, SEAL_KEYS_VAR, SealArgs};
 
 /// claimd: durable claims for webhook handlers, over gRPC.
@@ -29,6 +33,8 @@ pub struct Cli {
 
 /// claimd's commands.
 #[derive(Debug, Subcommand)]
+// Parsed once at start: boxing `ServeArgs` would save nothing worth the indirection.
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     /// Serve gRPC (the default).
     Serve(ServeArgs),
@@ -41,6 +47,8 @@ pub enum Command {
     /// Create, list and revoke API keys.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Validate a policy file and print the effective policies of every namespace.
+    CheckConfig(CheckConfigArgs),
 }
 
 /// `claimd keys …`.
@@ -154,6 +162,9 @@ pub struct ServeArgs {
     /// Seal keys.
     #[command(flatten)]
     pub seal: SealArgs,
+    /// Namespace policies and the janitor.
+    #[command(flatten)]
+    pub policy: PolicyArgs,
     /// Do not apply migrations at start.
     #[arg(long, env = "CLAIMD_NO_MIGRATE")]
     pub no_migrate: bool,
@@ -186,6 +197,17 @@ pub struct ServeArgs {
     /// cannot do (m)TLS or API keys.
     #[arg(long, env = "CLAIMD_HEALTH_LISTEN")]
     pub health_listen: Option<SocketAddr>,
+    /// Where Prometheus scrapes `/metrics` (plain HTTP), or `off`.
+    #[arg(long, env = "CLAIMD_METRICS_LISTEN", default_value = "127.0.0.1:9464",
+          value_parser = parse_metrics_listen)]
+    pub metrics_listen: MetricsListen,
+    /// How many namespaces (besides those in the policy file) get their own metric label;
+    /// later ones are counted as `other`.
+    #[arg(long, env = "CLAIMD_METRICS_NAMESPACE_LIMIT", default_value_t = crate::telemetry::DEFAULT_NAMESPACE_LIMIT)]
+    pub metrics_namespace_limit: usize,
+    /// How often the orphan and connection-pool gauges are refreshed.
+    #[arg(long, env = "CLAIMD_METRICS_INTERVAL", default_value = "15s", value_parser = parse_duration)]
+    pub metrics_interval: Duration,
 }
 
 /// Parses `500ms`, `5s`, `2m` or a bare number of seconds.
@@ -217,8 +239,12 @@ pub struct Config {
     pub health_interval: Duration,
     /// Drain time after a shutdown signal.
     pub shutdown_grace: Duration,
-    /// Namespace policies.
+    /// Namespace policies (from `policy_file`, else the built-in defaults).
     pub policies: Policies,
+    /// The policy file, reloaded on SIGHUP.
+    pub policy_file: Option<PathBuf>,
+    /// How often and in what batches the janitor prunes.
+    pub janitor: crate::janitor::JanitorOptions,
     /// Byte limit of each blob.
     pub max_blob: usize,
     /// TLS certificate chain (PEM); TLS is on when this and `tls_key` are set.
@@ -229,6 +255,13 @@ pub struct Config {
     pub tls_client_ca: Option<PathBuf>,
     /// Address of the plaintext health-only listener, if any; port 0 picks a free port.
     pub health_listen: Option<SocketAddr>,
+    /// Address of the Prometheus `/metrics` listener, `None` for off; port 0 picks a free
+    /// port.
+    pub metrics_listen: Option<SocketAddr>,
+    /// Namespaces (besides the policy file's) with their own metric label.
+    pub metrics_namespace_limit: usize,
+    /// Refresh period of the orphan and pool gauges.
+    pub metrics_interval: Duration,
     /// Serve without keys on a non-loopback address.
     pub allow_unauthenticated: bool,
     /// API-key cache lifetime (bounds how long a revoked key keeps working).
@@ -247,11 +280,16 @@ impl Config {
             health_interval: Duration::from_secs(1),
             shutdown_grace: Duration::from_secs(10),
             policies: Policies::default(),
+            policy_file: None,
+            janitor: crate::janitor::JanitorOptions::default(),
             max_blob: crate::api::DEFAULT_MAX_BLOB,
             tls_cert: None,
             tls_key: None,
             tls_client_ca: None,
             health_listen: None,
+            metrics_listen: Some(SocketAddr::from(([127, 0, 0, 1], 9464))),
+            metrics_namespace_limit: crate::telemetry::DEFAULT_NAMESPACE_LIMIT,
+            metrics_interval: Duration::from_secs(15),
             allow_unauthenticated: false,
             key_cache_ttl: Duration::from_secs(5),
         }
@@ -269,12 +307,18 @@ impl Config {
         let mut config = Config::for_database(db.url()?);
         config.listen = args.listen;
         config.migrate = !args.no_migrate;
+        config.policies = args.policy.policies()?;
+        config.policy_file = args.policy.config.clone();
+        config.janitor = args.policy.janitor();
         // TLS first: a wrong flag combination or a bad PEM file stops claimd before anything
         // touches disk (`Application::build` reads the files again to serve them).
         config.tls_cert = args.tls_cert.clone();
         config.tls_key = args.tls_key.clone();
         config.tls_client_ca = args.tls_client_ca.clone();
         config.health_listen = args.health_listen;
+        config.metrics_listen = args.metrics_listen.0;
+        config.metrics_namespace_limit = args.metrics_namespace_limit;
+        config.metrics_interval = args.metrics_interval;
         crate::tls::load(&config)?;
         config.store = StoreOptions {
             exclusive: true,

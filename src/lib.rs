@@ -11,6 +11,8 @@
 //! - [`admin`] — `claimd keys …`: operator commands on the database.
 //! - [`auth`] — API keys → tenant and namespaces, as a tower layer; protected mode.
 //! - [`seal`] — AES-256-GCM sealing of stored payloads under a key ring.
+//! - [`drain`] — the layer that refuses new calls with UNAVAILABLE once shutdown starts.
+//! - [`janitor`] — prunes terminal receipts past their namespace's retention.
 //! - [`server`] — wiring: [`server::Application`], health, reflection, shutdown.
 //! - [`config`] — command line and `CLAIMD_*` environment → [`config::Config`].
 //! - [`telemetry`] — logging.
@@ -22,6 +24,8 @@ pub mod api;
 pub mod auth;
 pub mod config;
 pub mod domain;
+pub mod drain;
+pub mod janitor;
 pub mod seal;
 pub mod server;
 pub mod store;

@@ -19,17 +19,28 @@ async fn main() -> anyhow::Result<()> {
         }
         Some(Command::Reseal(args)) => reseal(args).await,
         Some(Command::Keys(command)) => claimd::admin::keys(command).await,
+        Some(Command::CheckConfig(args)) => {
+            let policies = claimd::config::policies::load(&args.config)?;
+            print!("{}", claimd::config::policies::render(&policies));
+            Ok(())
+        }
     }
 }
 
 async fn serve(args: claimd::config::ServeArgs) -> anyhow::Result<()> {
     claimd::telemetry::init(args.log_format);
+    // Registered first: from here on SIGHUP reloads policies instead of ending the process.
+    let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
     let config = Config::from_args(&args)?;
+    let policy_file = config.policy_file.clone();
     let app = Application::build(config).await?;
+    let reload = claimd::config::policies::reload_on_sighup(hangups, app.policies(), policy_file);
+    tokio::spawn(reload);
     tracing::info!(
         listen = %app.local_addr(),
         tls = app.tls_mode(),
         health_listen = ?app.health_addr(),
+        metrics_listen = ?app.metrics_addr(),
         "claimd bound"
     );
     app.run_until(shutdown_signal()).await

@@ -1,11 +1,15 @@
 //! Wiring: the store, the ClaimService, health, reflection, TLS and shutdown. [`Application`]
 //! binds first and serves later, so tests can bind port 0 and read the address. With
 //! `health_listen`, a second plaintext listener serves only grpc.health.v1.Health (the same
-//! reporter) for probes that cannot do mTLS or API keys.
+//! reporter) for probes that cannot do mTLS or API keys. With `metrics_listen`, Prometheus
+//! scrapes `/metrics` there (`telemetry::Exporter`).
 
 use crate::api::ClaimsApi;
 use crate::auth::{AuthLayer, Authenticator};
 use crate::config::Config;
+use crate::domain::PolicyHandle;
+use crate::drain::Drain;
+use crate::janitor::{Janitor, JanitorTask};
 use crate::pb::{self, claim_service_server::ClaimServiceServer};
 use crate::store::{self, Store};
 use std::future::Future;
@@ -25,8 +29,10 @@ pub const SERVICE_NAME: &str = "claimd.v1.ClaimService";
 pub struct Application {
     listener: TcpListener,
     health_listener: Option<TcpListener>,
+    metrics_listener: Option<TcpListener>,
     tls: Option<ServerTlsConfig>,
     store: Arc<dyn Store>,
+    policies: PolicyHandle,
     config: Config,
 }
 
@@ -48,11 +54,14 @@ impl Application {
                 })?),
                 None => None,
             };
+        let metrics_listener = crate::telemetry::bind_metrics(config.metrics_listen).await?;
         Ok(Application {
             listener,
             health_listener,
+            metrics_listener,
             tls,
             store,
+            policies: PolicyHandle::new(config.policies.clone()),
             config,
         })
     }
@@ -73,6 +82,14 @@ impl Application {
             .map(|l| l.local_addr().expect("bound listener has an address"))
     }
 
+    /// The address of the Prometheus `/metrics` listener, unless metrics are off.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        // A bound TCP listener always has a local address.
+        self.metrics_listener
+            .as_ref()
+            .map(|l| l.local_addr().expect("bound listener has an address"))
+    }
+
     /// How the main listener serves: `plaintext`, `tls` or `mtls` (client certificates
     /// required).
     pub fn tls_mode(&self) -> &'static str {
@@ -81,6 +98,21 @@ impl Application {
             (Some(_), None) => "tls",
             (Some(_), Some(_)) => "mtls",
         }
+    }
+
+    /// The policies in force: the API and the janitor read them per call, so replacing them
+    /// (as SIGHUP does) applies to the next call.
+    pub fn policies(&self) -> PolicyHandle {
+        self.policies.clone()
+    }
+
+    /// A janitor over this application's store and policies, e.g. to run one pass now.
+    pub fn janitor(&self) -> Janitor {
+        Janitor::new(
+            self.store.clone(),
+            self.policies(),
+            self.config.janitor.batch,
+        )
     }
 
     /// Serves until `shutdown` completes, then reports NOT_SERVING, stops accepting calls and
@@ -97,9 +129,10 @@ impl Application {
             .build_v1alpha()?;
         let api = ClaimsApi::new(
             self.store.clone(),
-            Arc::new(self.config.policies.clone()),
+            self.policies.clone(),
             self.config.max_blob,
-        );
+        )
+        .with_namespace_limit(self.config.metrics_namespace_limit);
         let claims = ClaimServiceServer::new(api);
         let auth = Arc::new(Authenticator::new(
             self.store.clone(),
@@ -111,13 +144,23 @@ impl Application {
             reporter.clone(),
             self.config.health_interval,
         ));
+        let janitor = JanitorTask::spawn(self.janitor(), self.config.janitor.interval);
 
         let (health_stop_tx, health_stop_rx) = tokio::sync::oneshot::channel::<()>();
         let health_only = self
             .health_listener
             .map(|l| tokio::spawn(serve_health_only(l, health_service.clone(), health_stop_rx)));
 
+        // Scraped until run_until returns (dropping it stops both tasks).
+        let _exporter = self.metrics_listener.map(|listener| {
+            crate::telemetry::Exporter::start(
+                listener,
+                self.store.clone(),
+                self.config.metrics_interval,
+            )
+        });
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let drain = Drain::default();
         let incoming = TcpListenerStream::new(self.listener);
         let mut builder = Server::builder();
         if let Some(tls) = self.tls {
@@ -125,9 +168,11 @@ impl Application {
         }
         let server = tokio::spawn(
             builder
+                .layer(crate::telemetry::RpcLayer)
                 .layer(tower::util::MapResponseLayer::new(
                     oversized_is_resource_exhausted,
                 ))
+                .layer(drain.clone())
                 .layer(AuthLayer::new(auth))
                 .add_service(health_service)
                 .add_service(reflection_v1)
@@ -141,9 +186,14 @@ impl Application {
         shutdown.await;
         tracing::info!("shutting down: refusing new calls, draining in-flight calls");
         probe.abort();
+        // Told now, awaited last: a janitor statement never holds up the drain.
+        let janitor = janitor.map(JanitorTask::stop);
+        drain.start();
         set_status(&reporter, ServingStatus::NotServing).await;
-        let _ = stop_tx.send(());
         let deadline = tokio::time::Instant::now() + self.config.shutdown_grace;
+        // Connections stay open (new calls get UNAVAILABLE) until the last call is done.
+        let _ = tokio::time::timeout_at(deadline, drain.idle()).await;
+        let _ = stop_tx.send(());
         match tokio::time::timeout_at(deadline, server).await {
             Ok(joined) => joined??,
             Err(_) => tracing::warn!("grace period over; exiting with calls still in flight"),
@@ -155,6 +205,13 @@ impl Application {
                 Ok(joined) => joined??,
                 Err(_) => health_only.abort(),
             }
+        }
+        if let Some(mut janitor) = janitor
+            && tokio::time::timeout_at(deadline, &mut janitor)
+                .await
+                .is_err()
+        {
+            janitor.abort();
         }
         Ok(())
     }

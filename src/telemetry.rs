@@ -1,4 +1,24 @@
-//! Logging: `tracing` with text or JSON lines, filtered by `RUST_LOG` (default `info`).
+//! Logs and metrics.
+//!
+//! Logs: `tracing` with text or JSON lines, filtered by `RUST_LOG` (default `info`). Every
+//! ClaimService call runs in one `rpc` span (method, namespace, decision, code,
+//! latency_ms) and ends with a debug line `rpc finished` (target `claimd::rpc`).
+//!
+//! Metrics: the `metrics` facade with the Prometheus exporter's recorder, served on
+//! `--metrics-listen` at `/metrics` ([`exporter`]); namespace labels are bounded
+//! ([`NamespaceLabels`]). No tenant id, key, token or payload is ever a label or a log field.
+
+mod calls;
+pub mod exporter;
+mod gauges;
+mod labels;
+mod rpc;
+
+pub use calls::{ClaimTelemetry, WARN_EVERY, decision_name, note_namespace, store_error};
+pub use exporter::{Exporter, STORE_ERROR_KINDS, bind as bind_metrics, recorder};
+pub use gauges::refresh;
+pub use labels::{DEFAULT_NAMESPACE_LIMIT, NamespaceLabels, OTHER};
+pub use rpc::{RpcLayer, code_name};
 
 use crate::config::LogFormat;
 use std::io::IsTerminal;

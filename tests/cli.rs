@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 fn claimd() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_claimd"));
     cmd.env_remove("CLAIMD_DATABASE_URL")
-        .env_remove("CLAIMD_LISTEN");
+        .env_remove("CLAIMD_LISTEN")
+        .env("CLAIMD_METRICS_LISTEN", "127.0.0.1:0");
     cmd
 }
 

@@ -232,6 +232,8 @@ fn start_replica(database_url: &str) -> Replica {
     let child = Command::new(env!("CARGO_BIN_EXE_claimd"))
         .args(["serve", "--listen", &addr.to_string()])
         .args(["--database-url", database_url])
+        // Two replicas on one machine cannot share the default metrics port.
+        .args(["--metrics-listen", "127.0.0.1:0"])
         // Both replicas seal and open each other's rows with one key.
         .env("CLAIMD_SEAL_KEYS", common::raw::TEST_SEAL_KEY)
         .stdin(Stdio::null())

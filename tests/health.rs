@@ -4,7 +4,10 @@
 mod common;
 
 use claimd::pb::claim_service_client::ClaimServiceClient;
-use claimd::pb::{ClaimRequest, CompleteRequest, Decision, GetRequest, ListOrphanedRequest, State};
+use claimd::pb::{
+    ClaimRequest, CompleteRequest, Decision, GetRequest, ListOrphanedRequest, ListRequest,
+    RedriveRequest, State,
+};
 use common::app::{decision, spawn_app, spawn_app_on, spawn_app_with};
 use common::pg::PrivateCluster;
 use prost::Message;
@@ -127,6 +130,17 @@ async fn a_database_outage_turns_health_not_serving_and_calls_unavailable_until_
                 .await
                 .map(drop),
         ),
+        ("List", client.list(ListRequest::default()).await.map(drop)),
+        (
+            "Redrive",
+            client
+                .redrive(RedriveRequest {
+                    namespace: "ns".into(),
+                    key: "Ev-before".into(),
+                })
+                .await
+                .map(drop),
+        ),
     ];
     for (rpc, outcome) in outcomes {
         let status = outcome.expect_err(rpc);
@@ -240,6 +254,8 @@ async fn server_reflection_v1_and_v1alpha_list_every_service_and_describe_the_cl
             "Quarantine",
             "Get",
             "ListOrphaned",
+            "List",
+            "Redrive",
         ] {
             assert!(
                 methods.contains(&rpc),

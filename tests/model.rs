@@ -1,6 +1,7 @@
 //! Model-based test: random sequences of Claim, Complete, Heartbeat, Retry, Quarantine, Get,
-//! ListOrphaned and time advances over a few keys and two tenants, run against each store
-//! and against the pure domain functions (`decide_claim`, `apply`) as the oracle. Every
+//! ListOrphaned, List, Redrive and time advances over a few keys and two tenants, run against
+//! each store and against the pure domain functions (`decide_claim`, `apply`, `redrive`) as
+//! the oracle. Every
 //! answer and every visible receipt must match exactly (the store's clock is frozen, so
 //! timestamps are exact too).
 //!
@@ -11,10 +12,10 @@ mod common;
 
 use chrono::{DateTime, TimeDelta};
 use claimd::domain::{
-    Action, ActionError, ClaimInput, ClaimOutcome, Decision, Policy, Receipt, ReceiptKey,
-    Timestamp, Write, apply, decide_claim,
+    Action, ActionError, ClaimInput, ClaimOutcome, Decision, Policy, Receipt, ReceiptKey, State,
+    Timestamp, Write, apply, decide_claim, redrive,
 };
-use claimd::store::{self, Clock, OrphanQuery, Store, StoreError, StoreOptions};
+use claimd::store::{self, Clock, ListQuery, OrphanQuery, Store, StoreError, StoreOptions};
 use common::app::Backend;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -80,7 +81,25 @@ enum Op {
         who: usize,
         page: u32,
     },
+    Redrive {
+        who: usize,
+        key: usize,
+    },
+    List {
+        who: usize,
+        namespace: Option<usize>,
+        states: Vec<usize>,
+        page: u32,
+    },
 }
+
+/// The states a List op may filter by, by index.
+const STATES: [State; 4] = [
+    State::Processing,
+    State::RetryWait,
+    State::Completed,
+    State::Quarantined,
+];
 
 fn op() -> impl Strategy<Value = Op> {
     let who = 0..TENANTS;
@@ -99,8 +118,11 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (who.clone(), key.clone(), pick)
             .prop_map(|(who, key, pick)| Op::Quarantine { who, key, pick }),
         4 => (0..90i64).prop_map(|secs| Op::Advance { secs }),
-        1 => (who.clone(), key).prop_map(|(who, key)| Op::Get { who, key }),
-        1 => (who, 1..4u32).prop_map(|(who, page)| Op::Orphans { who, page }),
+        1 => (who.clone(), key.clone()).prop_map(|(who, key)| Op::Get { who, key }),
+        1 => (who.clone(), 1..4u32).prop_map(|(who, page)| Op::Orphans { who, page }),
+        1 => (who.clone(), key).prop_map(|(who, key)| Op::Redrive { who, key }),
+        1 => (who, proptest::option::of(0..2usize), proptest::collection::vec(0..4usize, 0..3), 1..4u32)
+            .prop_map(|(who, namespace, states, page)| Op::List { who, namespace, states, page }),
     ]
 }
 
@@ -121,6 +143,7 @@ fn policy() -> Policy {
         backoff_base: TimeDelta::seconds(1),
         backoff_max: TimeDelta::seconds(8),
         retention: TimeDelta::days(1),
+        response_retention: TimeDelta::days(1),
     }
 }
 
@@ -137,6 +160,8 @@ enum Request {
     Act(usize, usize, Uuid, Action),
     Get(usize, usize),
     Orphans(usize, u32),
+    Redrive(usize, usize),
+    List(usize, ListQuery),
     Advance(i64),
 }
 
@@ -168,6 +193,21 @@ impl Model {
             Op::Advance { secs } => return Request::Advance(secs),
             Op::Get { who, key } => return Request::Get(who, key),
             Op::Orphans { who, page } => return Request::Orphans(who, page),
+            Op::Redrive { who, key } => return Request::Redrive(who, key),
+            Op::List {
+                who,
+                namespace,
+                ref states,
+                page,
+            } => {
+                let query = ListQuery {
+                    namespace: namespace.map(|n| ["ns-a", "ns-b"][n].to_owned()),
+                    states: states.iter().map(|&s| STATES[s]).collect(),
+                    limit: page,
+                    after: None,
+                };
+                return Request::List(who, query);
+            }
             Op::Claim {
                 who,
                 key,
@@ -277,6 +317,30 @@ impl Model {
         Ok(next)
     }
 
+    fn redrive(&mut self, who: usize, key: usize, now: Timestamp) -> Result<Receipt, Refusal> {
+        let current = self.receipts.get(&(who, key)).ok_or(Refusal::NotFound)?;
+        let next = redrive(current, now).map_err(Refusal::Domain)?;
+        self.receipts.insert((who, key), next.clone());
+        Ok(next)
+    }
+
+    /// The tenant's receipts in the query's namespace and states, in (namespace, key) order.
+    fn list(&self, who: usize, query: &ListQuery) -> Vec<Receipt> {
+        let mut listed: Vec<Receipt> = (0..KEYS.len())
+            .filter_map(|k| self.receipts.get(&(who, k)))
+            .filter(|r| {
+                query
+                    .namespace
+                    .as_ref()
+                    .is_none_or(|n| &r.id.namespace == n)
+            })
+            .filter(|r| query.states.is_empty() || query.states.contains(&r.state))
+            .cloned()
+            .collect();
+        listed.sort_by(|a, b| a.id.cmp(&b.id));
+        listed
+    }
+
     fn orphans(&self, who: usize, now: Timestamp) -> Vec<Receipt> {
         let mut due: Vec<Receipt> = (0..KEYS.len())
             .filter_map(|k| self.receipts.get(&(who, k)))
@@ -347,9 +411,42 @@ async fn check(
                 let got = list_all(store, &tenant(who), page).await.map_err(fail)?;
                 prop_assert_eq!(got, model.orphans(who, now), "step {}: {:?}", step, op);
             }
+            Request::Redrive(who, key) => {
+                let got = match store.redrive(&tenant(who), &id(key)).await {
+                    Ok(r) => Ok(r),
+                    Err(StoreError::NotFound) => Err(Refusal::NotFound),
+                    Err(StoreError::Refused(e)) => Err(Refusal::Domain(e)),
+                    Err(e) => return Err(fail(e)),
+                };
+                let want = model.redrive(who, key, now);
+                prop_assert_eq!(got, want, "step {}: {:?}", step, op);
+            }
+            Request::List(who, query) => {
+                let got = list_pages(store, &tenant(who), query.clone())
+                    .await
+                    .map_err(fail)?;
+                prop_assert_eq!(got, model.list(who, &query), "step {}: {:?}", step, op);
+            }
         }
     }
     Ok(())
+}
+
+/// Every receipt `query` selects, following the pages to the end.
+async fn list_pages(
+    store: &dyn Store,
+    tenant: &str,
+    mut query: ListQuery,
+) -> Result<Vec<Receipt>, StoreError> {
+    let mut all = Vec::new();
+    loop {
+        let page = store.list(tenant, &query).await?;
+        all.extend(page.receipts);
+        match page.next {
+            Some(next) => query.after = Some(next),
+            None => return Ok(all),
+        }
+    }
 }
 
 /// Every orphan of `tenant`, fetched `page` at a time.
@@ -460,7 +557,13 @@ fn generated_sequences_reach_every_rule() {
                         Err(e) => seen.insert(format!("{e:?}")),
                     };
                 }
-                Request::Get(..) | Request::Orphans(..) => {}
+                Request::Redrive(who, key) => {
+                    match model.redrive(who, key, clock.now()) {
+                        Ok(r) => seen.insert(format!("redrive -> {:?}", r.state)),
+                        Err(e) => seen.insert(format!("redrive: {e:?}")),
+                    };
+                }
+                Request::Get(..) | Request::Orphans(..) | Request::List(..) => {}
             }
         }
     }
@@ -481,6 +584,8 @@ fn generated_sequences_reach_every_rule() {
         "NotFound",
         "Domain(LeaseLost)",
         "Domain(WrongState(Completed))",
+        "redrive -> RetryWait",
+        "redrive: Domain(WrongState(Completed))",
     ] {
         assert!(
             seen.contains(rule),

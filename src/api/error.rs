@@ -1,8 +1,10 @@
 //! Errors → gRPC status codes, in exactly one place. Messages never carry tokens, keys or
-//! payloads; a database that cannot be reached is UNAVAILABLE, never INTERNAL.
+//! payloads; a database that cannot be reached is UNAVAILABLE, never INTERNAL. Store
+//! failures are counted here (`claimd_store_errors_total{kind}`).
 
 use crate::domain::ActionError;
 use crate::store::StoreError;
+use crate::telemetry;
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
@@ -44,13 +46,16 @@ impl From<StoreError> for Status {
                 format!("the receipt is {}", state.as_str().to_uppercase()),
             ),
             StoreError::Unavailable(source) => {
+                telemetry::store_error("unavailable");
                 tracing::warn!(error = %source, "database unavailable");
                 Status::unavailable("the database is unavailable; retry later")
             }
             StoreError::Contended => {
+                telemetry::store_error("contended");
                 Status::unavailable("too much contention on this key; retry later")
             }
             StoreError::Sealed(reason) => {
+                telemetry::store_error("sealed");
                 // The reason names the field and the key id, never the payload.
                 tracing::error!(%reason, "a sealed field failed authentication");
                 Status::data_loss("a sealed field failed authentication")
@@ -60,6 +65,11 @@ impl From<StoreError> for Status {
             | StoreError::Corrupt(_)
             | StoreError::Open(_)
             | StoreError::UnsupportedUrl => {
+                let kind = match e {
+                    StoreError::Corrupt(_) => "corrupt",
+                    _ => "database",
+                };
+                telemetry::store_error(kind);
                 tracing::error!(error = %e, source = ?std::error::Error::source(&e), "store error");
                 Status::internal("internal error")
             }

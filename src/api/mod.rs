@@ -2,17 +2,19 @@
 //! the tenant from the request context (never from the body), calls the store and turns the
 //! answer into a wire message; errors become status codes in `error.rs` only.
 
+mod admin;
 mod convert;
 mod error;
 mod validate;
 
 pub use error::InvalidField;
-pub use validate::DEFAULT_MAX_BLOB;
+pub use validate::{DEFAULT_MAX_BLOB, MAX_DELAY, MIN_DELAY, namespace as validate_namespace};
 
 use crate::auth::Principal;
-use crate::domain::{Action, ClaimInput, Policies, ReceiptKey};
+use crate::domain::{Action, ClaimInput, PolicyHandle, ReceiptKey};
 use crate::pb::{self, claim_service_server::ClaimService};
 use crate::store::{OrphanQuery, Store};
+use crate::telemetry::{ClaimTelemetry, DEFAULT_NAMESPACE_LIMIT, NamespaceLabels, note_namespace};
 use chrono::TimeDelta;
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
@@ -22,18 +24,30 @@ use uuid::Uuid;
 #[derive(Clone)]
 pub struct ClaimsApi {
     store: Arc<dyn Store>,
-    policies: Arc<Policies>,
+    policies: PolicyHandle,
     max_blob: usize,
+    telemetry: Arc<ClaimTelemetry>,
 }
 
 impl ClaimsApi {
-    /// A service over `store` with per-namespace `policies` and a byte limit for each blob.
-    pub fn new(store: Arc<dyn Store>, policies: Arc<Policies>, max_blob: usize) -> Self {
+    /// A service over `store` with per-namespace `policies` (read per call, so a reload
+    /// applies to the next call) and a byte limit for each blob.
+    pub fn new(store: Arc<dyn Store>, policies: PolicyHandle, max_blob: usize) -> Self {
+        let labels = NamespaceLabels::new(policies.clone(), DEFAULT_NAMESPACE_LIMIT);
         ClaimsApi {
             store,
             policies,
             max_blob,
+            telemetry: Arc::new(ClaimTelemetry::new(labels)),
         }
+    }
+
+    /// Gives `limit` namespaces besides the policy file's their own metric label (the rest
+    /// are `other`); the default is [`DEFAULT_NAMESPACE_LIMIT`].
+    pub fn with_namespace_limit(mut self, limit: usize) -> Self {
+        let labels = NamespaceLabels::new(self.policies.clone(), limit);
+        self.telemetry = Arc::new(ClaimTelemetry::new(labels));
+        self
     }
 }
 
@@ -53,6 +67,7 @@ fn tenant_for(principal: Principal, id: &ReceiptKey) -> Result<String, Status> {
 
 fn receipt_key(namespace: String, key: String) -> Result<ReceiptKey, InvalidField> {
     validate::namespace("namespace", &namespace)?;
+    note_namespace(&namespace);
     validate::key(&key)?;
     Ok(ReceiptKey { namespace, key })
 }
@@ -67,7 +82,7 @@ impl ClaimsApi {
         action: impl FnOnce(&crate::domain::Policy) -> Result<Action, InvalidField>,
     ) -> Result<Option<pb::Receipt>, Status> {
         let token: Uuid = validate::claim_token(token)?;
-        let policy = self.policies.for_namespace(&id.namespace);
+        let policy = &self.policies.for_namespace(&id.namespace);
         let action = action(policy)?;
         tracing::debug!(claim.action = action.name(), "act");
         let receipt = self.store.act(&tenant, &id, token, &action, policy).await?;
@@ -77,7 +92,6 @@ impl ClaimsApi {
 
 #[tonic::async_trait]
 impl ClaimService for ClaimsApi {
-    #[tracing::instrument(skip_all, fields(rpc = "Claim", claim.namespace, claim.decision))]
     async fn claim(
         &self,
         request: Request<pb::ClaimRequest>,
@@ -86,12 +100,11 @@ impl ClaimService for ClaimsApi {
         let req = request.into_inner();
         let id = receipt_key(req.namespace, req.key)?;
         let tenant = tenant_for(caller, &id)?;
-        tracing::Span::current().record("claim.namespace", id.namespace.as_str());
         validate::fingerprint(&req.fingerprint)?;
         let lease = validate::duration("lease_ttl", req.lease_ttl, validate::MIN_DELAY)?;
         let recovery_payload =
             validate::blob("recovery_payload", req.recovery_payload, self.max_blob)?;
-        let policy = self.policies.for_namespace(&id.namespace);
+        let policy = &self.policies.for_namespace(&id.namespace);
         let input = ClaimInput {
             id,
             fingerprint: req.fingerprint,
@@ -100,14 +113,9 @@ impl ClaimService for ClaimsApi {
             new_token: Uuid::new_v4(),
         };
         let outcome = self.store.claim(&tenant, &input, policy).await?;
-        tracing::Span::current().record("claim.decision", outcome.decision.as_str());
-        if req.delivery_attempt > 0 {
-            tracing::info!(
-                claim.delivery_attempt = req.delivery_attempt,
-                claim.decision = outcome.decision.as_str(),
-                "platform redelivery: acknowledgements are arriving too late"
-            );
-        }
+        let namespace = &outcome.receipt.id.namespace;
+        let (decision, attempt) = (outcome.decision, req.delivery_attempt);
+        self.telemetry.claim_decided(namespace, decision, attempt);
         Ok(Response::new(pb::ClaimResponse {
             decision: convert::decision(outcome.decision) as i32,
             claim_token: outcome.token().map(|t| t.to_string()).unwrap_or_default(),
@@ -115,7 +123,6 @@ impl ClaimService for ClaimsApi {
         }))
     }
 
-    #[tracing::instrument(skip_all, fields(rpc = "Complete"))]
     async fn complete(
         &self,
         request: Request<pb::CompleteRequest>,
@@ -133,7 +140,6 @@ impl ClaimService for ClaimsApi {
         Ok(Response::new(pb::CompleteResponse { receipt }))
     }
 
-    #[tracing::instrument(skip_all, fields(rpc = "Heartbeat"))]
     async fn heartbeat(
         &self,
         request: Request<pb::HeartbeatRequest>,
@@ -158,7 +164,6 @@ impl ClaimService for ClaimsApi {
         Ok(Response::new(pb::HeartbeatResponse { receipt }))
     }
 
-    #[tracing::instrument(skip_all, fields(rpc = "Retry"))]
     async fn retry(
         &self,
         request: Request<pb::RetryRequest>,
@@ -181,7 +186,6 @@ impl ClaimService for ClaimsApi {
         Ok(Response::new(pb::RetryResponse { receipt }))
     }
 
-    #[tracing::instrument(skip_all, fields(rpc = "Quarantine"))]
     async fn quarantine(
         &self,
         request: Request<pb::QuarantineRequest>,
@@ -199,7 +203,6 @@ impl ClaimService for ClaimsApi {
         Ok(Response::new(pb::QuarantineResponse { receipt }))
     }
 
-    #[tracing::instrument(skip_all, fields(rpc = "Get"))]
     async fn get(
         &self,
         request: Request<pb::GetRequest>,
@@ -215,7 +218,6 @@ impl ClaimService for ClaimsApi {
         }))
     }
 
-    #[tracing::instrument(skip_all, fields(rpc = "ListOrphaned"))]
     async fn list_orphaned(
         &self,
         request: Request<pb::ListOrphanedRequest>,
@@ -228,6 +230,9 @@ impl ClaimService for ClaimsApi {
                 Some(validate::namespace("namespace", &req.namespace).map(|()| req.namespace)?)
             }
         };
+        if let Some(namespace) = &namespace {
+            note_namespace(namespace);
+        }
         let overdue_by = validate::duration("overdue_by", req.overdue_by, TimeDelta::zero())?;
         caller.check(namespace.as_deref())?;
         let tenant = caller.tenant;
@@ -246,5 +251,19 @@ impl ClaimService for ClaimsApi {
                 .map(convert::encode_page_token)
                 .unwrap_or_default(),
         }))
+    }
+
+    async fn list(
+        &self,
+        request: Request<pb::ListRequest>,
+    ) -> Result<Response<pb::ListResponse>, Status> {
+        self.list_receipts(request).await
+    }
+
+    async fn redrive(
+        &self,
+        request: Request<pb::RedriveRequest>,
+    ) -> Result<Response<pb::RedriveResponse>, Status> {
+        self.redrive_receipt(request).await
     }
 }

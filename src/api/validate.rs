@@ -2,6 +2,8 @@
 //! echoes the value, which may be a secret.
 
 use super::error::InvalidField;
+use crate::domain::State;
+use crate::pb;
 use chrono::TimeDelta;
 use uuid::Uuid;
 
@@ -127,6 +129,33 @@ pub fn claim_token(t: &str) -> Checked<Uuid> {
     Uuid::try_parse(t).map_err(|_| InvalidField::new("claim_token", "is not a claim token"))
 }
 
+/// An optional namespace filter: empty means every namespace.
+pub fn optional_namespace(field: &'static str, ns: String) -> Checked<Option<String>> {
+    if ns.is_empty() {
+        return Ok(None);
+    }
+    namespace(field, &ns)?;
+    Ok(Some(ns))
+}
+
+/// A state filter: every value must be a known state other than `STATE_UNSPECIFIED`.
+pub fn states(field: &'static str, values: &[i32]) -> Checked<Vec<State>> {
+    values
+        .iter()
+        .map(|&v| match pb::State::try_from(v) {
+            Ok(pb::State::Processing) => Ok(State::Processing),
+            Ok(pb::State::RetryWait) => Ok(State::RetryWait),
+            Ok(pb::State::Completed) => Ok(State::Completed),
+            Ok(pb::State::Quarantined) => Ok(State::Quarantined),
+            Ok(pb::State::Unspecified) | Err(_) => Err(InvalidField::new(
+                field,
+                "may only hold STATE_PROCESSING, STATE_RETRY_WAIT, STATE_COMPLETED or \
+                 STATE_QUARANTINED",
+            )),
+        })
+        .collect()
+}
+
 /// 0 means the default (100); larger than 1000 is cut to 1000; negative is an error.
 pub fn page_size(n: i32) -> Checked<u32> {
     match n {
@@ -180,6 +209,20 @@ mod tests {
             duration("overdue_by", dur(0, 0), TimeDelta::zero()),
             Ok(Some(TimeDelta::zero()))
         );
+    }
+
+    #[test]
+    fn state_filters_take_known_states_only() {
+        let quarantined = pb::State::Quarantined as i32;
+        assert_eq!(states("states", &[]), Ok(vec![]));
+        assert_eq!(
+            states("states", &[quarantined, pb::State::RetryWait as i32]),
+            Ok(vec![State::Quarantined, State::RetryWait])
+        );
+        for bad in [0, 5, -1] {
+            let err = states("states", &[quarantined, bad]).unwrap_err();
+            assert_eq!(err.field, "states");
+        }
     }
 
     #[test]

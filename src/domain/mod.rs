@@ -5,12 +5,16 @@
 mod action;
 mod backoff;
 mod claim;
+mod policy;
+mod redrive;
 
 pub use action::{Action, ActionError, apply};
 pub use backoff::backoff_delay;
 pub use claim::{ClaimInput, ClaimOutcome, Write, decide_claim};
+pub use policy::{Policies, Policy, PolicyHandle};
+pub use redrive::redrive;
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 /// A point in time on the database's clock, microsecond precision.
@@ -145,48 +149,5 @@ impl Receipt {
             State::RetryWait => self.next_attempt_at,
             State::Completed | State::Quarantined => None,
         }
-    }
-}
-
-/// The per-namespace rules.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Policy {
-    /// Lease length when a request gives none.
-    pub lease_ttl: TimeDelta,
-    /// Attempts that may spend the budget before the receipt is quarantined.
-    pub max_attempts: u32,
-    /// First backoff step.
-    pub backoff_base: TimeDelta,
-    /// Backoff cap.
-    pub backoff_max: TimeDelta,
-    /// How long terminal receipts are kept.
-    pub retention: TimeDelta,
-}
-
-impl Default for Policy {
-    fn default() -> Self {
-        Policy {
-            lease_ttl: TimeDelta::seconds(90),
-            max_attempts: 8,
-            backoff_base: TimeDelta::seconds(1),
-            backoff_max: TimeDelta::minutes(5),
-            retention: TimeDelta::days(30),
-        }
-    }
-}
-
-/// The default policy and the per-namespace overrides.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Policies {
-    /// For namespaces without an override.
-    pub default: Policy,
-    /// Overrides by exact namespace.
-    pub namespaces: std::collections::HashMap<String, Policy>,
-}
-
-impl Policies {
-    /// The policy that applies to `namespace`.
-    pub fn for_namespace(&self, namespace: &str) -> &Policy {
-        self.namespaces.get(namespace).unwrap_or(&self.default)
     }
 }

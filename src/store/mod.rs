@@ -3,12 +3,17 @@
 //! comes out as a [`StoreError`].
 
 mod clock;
+mod dead_letters;
 pub mod keys;
 pub mod postgres;
+mod prune;
 mod sealed;
 pub mod sqlite;
 
 pub use clock::Clock;
+pub use dead_letters::{ListCursor, ListPage, ListQuery};
+pub(crate) use dead_letters::{log_unreadable, same_sealed_fields};
+pub use prune::{JanitorLock, PruneScope, PruneStep};
 pub use sealed::{ResealBatch, ResealCursor, StoredBlobs, UNREADABLE, reseal_all};
 
 use crate::domain::{
@@ -111,6 +116,35 @@ impl OrphanPage {
     }
 }
 
+/// How many receipts nobody works on although they are not done, across tenants.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OrphanCounts {
+    /// PROCESSING with an expired lease (`LEASE_EXPIRED`).
+    pub lease_expired: u64,
+    /// RETRY_WAIT whose retry is due (`RETRY_DUE`).
+    pub retry_due: u64,
+}
+
+/// Connections of a store's pools (both of the embedded store's pools together).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Connections lent out to a query or transaction.
+    pub in_use: u32,
+    /// Open connections waiting in the pool.
+    pub idle: u32,
+}
+
+impl PoolStats {
+    /// The stats of a pool with `size` open connections of which `idle` are idle.
+    pub fn of(size: u32, idle: usize) -> PoolStats {
+        let idle = u32::try_from(idle).unwrap_or(u32::MAX).min(size);
+        PoolStats {
+            in_use: size - idle,
+            idle,
+        }
+    }
+}
+
 /// The durable home of receipts. Every method is scoped by the tenant from the credentials,
 /// and every time comparison uses the database's clock (shifted by the store's [`Clock`]).
 #[async_trait]
@@ -143,6 +177,22 @@ pub trait Store: keys::KeyStore + Send + Sync + 'static {
         query: &OrphanQuery,
     ) -> Result<OrphanPage, StoreError>;
 
+    /// One page of the tenant's receipts in (namespace, key) order, filtered by namespace and
+    /// state (the dead letters: QUARANTINED). A row whose sealed fields do not open fails
+    /// the page as every read does (`Sealed`).
+    async fn list(&self, tenant: &str, query: &ListQuery) -> Result<ListPage, StoreError>;
+
+    /// Redrives a QUARANTINED receipt (`domain::redrive`): RETRY_WAIT, due now, a fresh
+    /// attempt budget, no token. `Refused(WrongState)` for any other state.
+    async fn redrive(&self, tenant: &str, id: &ReceiptKey) -> Result<Receipt, StoreError>;
+
+    /// Orphans of every tenant by reason, due now: the `claimd_orphans` gauge. Counted
+    /// over the due-time index, which holds only unfinished receipts.
+    async fn count_orphans(&self) -> Result<OrphanCounts, StoreError>;
+
+    /// The connection pool right now: the `claimd_db_pool_connections` gauge.
+    fn pool_stats(&self) -> PoolStats;
+
     /// Succeeds while the database answers.
     async fn ping(&self) -> Result<(), StoreError>;
 
@@ -156,6 +206,24 @@ pub trait Store: keys::KeyStore + Send + Sync + 'static {
         after: Option<&ResealCursor>,
         limit: u32,
     ) -> Result<ResealBatch, StoreError>;
+
+    /// The janitor: every namespace (of any tenant) that holds COMPLETED or QUARANTINED
+    /// receipts, in bytewise order.
+    async fn terminal_namespaces(&self) -> Result<Vec<String>, StoreError>;
+
+    /// The janitor: one statement, its own short transaction, that deletes (or strips the
+    /// response of) at most `batch` receipts of `scope`'s namespace past their retention on
+    /// the database clock; returns how many. Never touches PROCESSING or RETRY_WAIT, and
+    /// skips rows another transaction holds (they are pruned by a later pass).
+    async fn prune(
+        &self,
+        scope: &PruneScope,
+        step: PruneStep,
+        batch: u32,
+    ) -> Result<u64, StoreError>;
+
+    /// The janitor's lock: `None` when another process holds it (skip this pass).
+    async fn try_lock_janitor(&self) -> Result<Option<JanitorLock>, StoreError>;
 }
 
 /// Opens the store a database URL names: `postgres://…` (or `postgresql://…`) or

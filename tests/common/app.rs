@@ -45,8 +45,14 @@ pub struct TestApp {
     pub addr: SocketAddr,
     /// Where the plaintext health-only listener is, if the configuration asked for one.
     pub health_addr: Option<SocketAddr>,
+    /// Where Prometheus `/metrics` is served (port 0 unless the test turned metrics off).
+    pub metrics_addr: Option<SocketAddr>,
     /// A connected client.
     pub client: ClaimServiceClient<Channel>,
+    /// The server's janitor (same store and policies): `run_once` prunes now.
+    pub janitor: claimd::janitor::Janitor,
+    /// The server's policies in force: `replace` applies new ones to the next call.
+    pub policies: claimd::domain::PolicyHandle,
     /// The database clock offset shared with the server's store.
     pub clock: Clock,
     /// The server's sealer (by default one random key), for stores the test opens itself.
@@ -85,6 +91,7 @@ pub async fn spawn_app_for_with(backend: Backend, configure: impl FnOnce(&mut Co
 pub async fn spawn_app_on(database_url: String, configure: impl FnOnce(&mut Config)) -> TestApp {
     let mut config = Config::for_database(database_url.clone());
     config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+    config.metrics_listen = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
     configure(&mut config);
     let clock = config.store.clock.clone();
     let seal = config.store.seal.clone();
@@ -93,6 +100,9 @@ pub async fn spawn_app_on(database_url: String, configure: impl FnOnce(&mut Conf
     let app = Application::build(config).await.expect("claimd starts");
     let addr = app.local_addr();
     let health_addr = app.health_addr();
+    let metrics_addr = app.metrics_addr();
+    let janitor = app.janitor();
+    let policies = app.policies();
     let (tx, rx) = oneshot::channel::<()>();
     let handle = tokio::spawn(app.run_until(async {
         let _ = rx.await;
@@ -109,6 +119,9 @@ pub async fn spawn_app_on(database_url: String, configure: impl FnOnce(&mut Conf
     TestApp {
         addr,
         health_addr,
+        metrics_addr,
+        janitor,
+        policies,
         client,
         clock,
         seal,

@@ -1,14 +1,17 @@
 //! Shared test harness: a PostgreSQL server per test binary ([`pg`]) and a real claimd on
 //! a real socket over a fresh database per test ([`app`]), certificates made at test time
-//! ([`certs`]), the stored sealed columns ([`raw`]). Not every binary uses every part.
+//! ([`certs`]), the stored sealed columns ([`raw`]), dead letters through List
+//! ([`dead_letters`]), Prometheus scrapes ([`scrape`]). Not every binary uses every part.
 #![allow(dead_code)]
 
 pub mod app;
 pub mod certs;
+pub mod dead_letters;
 pub mod pg;
 pub mod probe;
 pub mod process;
 pub mod raw;
+pub mod scrape;
 
 /// Runs each listed `async fn name(backend: Backend)` twice, as `postgres::name` and
 /// `sqlite::name`: one conformance suite, two stores.

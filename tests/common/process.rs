@@ -1,6 +1,7 @@
 //! The real `claimd` binary as a child process: started with no `CLAIMD_*` variable
-//! inherited, its output captured in a log file, waited on until it serves, stopped with
-//! SIGTERM or SIGKILL, and killed if a test fails while it runs.
+//! inherited (but metrics on port 0, so parallel tests do not fight over 9464), its output
+//! captured in a log file, waited on until it serves, stopped with SIGTERM or SIGKILL, and
+//! killed if a test fails while it runs.
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -13,7 +14,8 @@ use std::time::{Duration, Instant};
 /// How long claimd may take to start serving or to exit.
 pub const PATIENCE: Duration = Duration::from_secs(30);
 
-/// `claimd` with none of the test process's `CLAIMD_*` variables.
+/// `claimd` with none of the test process's `CLAIMD_*` variables, and `/metrics` on a
+/// port of its own (`CLAIMD_METRICS_LISTEN=127.0.0.1:0`; a `--metrics-listen` flag wins).
 pub fn claimd() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_claimd"));
     for (name, _) in std::env::vars_os() {
@@ -21,6 +23,7 @@ pub fn claimd() -> Command {
             cmd.env_remove(name);
         }
     }
+    cmd.env("CLAIMD_METRICS_LISTEN", "127.0.0.1:0");
     cmd
 }
 

@@ -7,15 +7,20 @@
 //! (the only time a Claim takes a second round trip). The payload columns are sealed when
 //! bound and opened when a row is decoded (`store::sealed`); the domain sees plaintext.
 
+mod dead_letters;
 mod keys;
 mod orphans;
+mod prune;
 mod reseal;
 mod row;
 
+pub use prune::JANITOR_LOCK_KEY;
+pub(crate) use prune::unlock_janitor;
+
 use self::row::{ReceiptRow, columns};
 use super::{
-    OrphanPage, OrphanQuery, ResealBatch, ResealCursor, Store, StoreError, StoreOptions,
-    StoredBlobs,
+    ListPage, ListQuery, OrphanPage, OrphanQuery, ResealBatch, ResealCursor, Store, StoreError,
+    StoreOptions, StoredBlobs,
 };
 use crate::domain::{
     Action, ClaimInput, ClaimOutcome, Decision, Policy, Receipt, ReceiptKey, State, Timestamp,
@@ -30,7 +35,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 /// How often a Claim runs again after losing a race to a concurrent commit.
-const MAX_RACES: usize = 4;
+const MAX_RACES: usize = 16;
 
 const CLAIM: &str = "
 WITH c AS (SELECT COALESCE($11::timestamptz, now()) + $4::bigint * interval '1 microsecond' AS now),
@@ -290,6 +295,22 @@ impl Store for PgStore {
         self.orphans(tenant, query).await
     }
 
+    async fn list(&self, tenant: &str, query: &ListQuery) -> Result<ListPage, StoreError> {
+        self.list_receipts(tenant, query).await
+    }
+
+    async fn redrive(&self, tenant: &str, id: &ReceiptKey) -> Result<Receipt, StoreError> {
+        self.redrive_receipt(tenant, id).await
+    }
+
+    async fn count_orphans(&self) -> Result<super::OrphanCounts, StoreError> {
+        self.orphan_counts().await
+    }
+
+    fn pool_stats(&self) -> super::PoolStats {
+        self.pools()
+    }
+
     async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1")
             .execute(&self.pool)
@@ -311,5 +332,22 @@ impl Store for PgStore {
         limit: u32,
     ) -> Result<ResealBatch, StoreError> {
         self.reseal(after, limit).await
+    }
+
+    async fn terminal_namespaces(&self) -> Result<Vec<String>, StoreError> {
+        self.terminal_namespaces_pg().await
+    }
+
+    async fn prune(
+        &self,
+        scope: &crate::store::PruneScope,
+        step: crate::store::PruneStep,
+        batch: u32,
+    ) -> Result<u64, StoreError> {
+        self.prune_pg(scope, step, batch).await
+    }
+
+    async fn try_lock_janitor(&self) -> Result<Option<crate::store::JanitorLock>, StoreError> {
+        self.try_lock_janitor_pg().await
     }
 }

@@ -5,8 +5,11 @@ use super::row::{ReceiptRow, columns};
 use super::{PgStore, interpret, micros};
 use crate::domain::Receipt;
 use crate::seal::{Binding, Field};
-use crate::store::{OrphanCursor, OrphanPage, OrphanQuery, StoreError, StoredBlobs, UNREADABLE};
-use sqlx::FromRow;
+use crate::store::{
+    OrphanCounts, OrphanCursor, OrphanPage, OrphanQuery, PoolStats, StoreError, StoredBlobs,
+    UNREADABLE,
+};
+use sqlx::{FromRow, Row};
 
 const ORPHANS: &str = concat!(
     "SELECT ",
@@ -20,6 +23,14 @@ const ORPHANS: &str = concat!(
     LIMIT $7"
 );
 
+/// Orphans of every tenant by reason. `due_at <= …` implies the partial index's predicate
+/// (`due_at IS NOT NULL`), so only unfinished receipts are visited.
+const COUNT: &str = "SELECT
+        count(*) FILTER (WHERE state = 'processing') AS lease_expired,
+        count(*) FILTER (WHERE state = 'retry_wait') AS retry_due
+    FROM receipts
+    WHERE due_at <= COALESCE($1::timestamptz, now()) + $2::bigint * interval '1 microsecond'";
+
 /// Quarantines the row only if nobody changed it since it was read.
 const QUARANTINE: &str = "UPDATE receipts SET state = 'quarantined', last_error = $4,
     claim_token = NULL, lease_expires_at = NULL, next_attempt_at = NULL,
@@ -30,6 +41,29 @@ const QUARANTINE: &str = "UPDATE receipts SET state = 'quarantined', last_error 
       AND response IS NOT DISTINCT FROM $12 AND recovery_payload IS NOT DISTINCT FROM $13";
 
 impl PgStore {
+    /// Orphans of every tenant, due now (the metrics gauge).
+    pub(super) async fn orphan_counts(&self) -> Result<OrphanCounts, StoreError> {
+        let row = sqlx::query(COUNT)
+            .bind(self.clock.frozen())
+            .bind(self.offset())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(interpret)?;
+        let count = |column: &str| -> Result<u64, StoreError> {
+            let n: i64 = row.try_get(column).map_err(interpret)?;
+            Ok(u64::try_from(n).unwrap_or_default())
+        };
+        Ok(OrphanCounts {
+            lease_expired: count("lease_expired")?,
+            retry_due: count("retry_due")?,
+        })
+    }
+
+    /// The pool's connections (the metrics gauge).
+    pub(super) fn pools(&self) -> PoolStats {
+        PoolStats::of(self.pool.size(), self.pool.num_idle())
+    }
+
     /// One page of the tenant's orphans, quarantining those that do not open.
     pub(super) async fn orphans(
         &self,

@@ -7,9 +7,11 @@
 //! this process), shifted by the store's [`Clock`]. The payload columns are sealed when
 //! bound and opened when a row is decoded (`store::sealed`).
 
+mod dead_letters;
 mod keys;
 mod lock;
 mod orphans;
+mod prune;
 mod reseal;
 mod row;
 
@@ -17,8 +19,8 @@ pub use lock::FileLock;
 
 use self::row::{ReceiptRow, columns, micros};
 use super::{
-    OrphanPage, OrphanQuery, ResealBatch, ResealCursor, Store, StoreError, StoreOptions,
-    StoredBlobs,
+    ListPage, ListQuery, OrphanPage, OrphanQuery, ResealBatch, ResealCursor, Store, StoreError,
+    StoreOptions, StoredBlobs,
 };
 use crate::domain::{
     Action, ClaimInput, ClaimOutcome, Policy, Receipt, ReceiptKey, Write, apply, decide_claim,
@@ -254,6 +256,22 @@ impl Store for SqliteStore {
         self.orphans(tenant, query).await
     }
 
+    async fn list(&self, tenant: &str, query: &ListQuery) -> Result<ListPage, StoreError> {
+        self.list_receipts(tenant, query).await
+    }
+
+    async fn redrive(&self, tenant: &str, id: &ReceiptKey) -> Result<Receipt, StoreError> {
+        self.redrive_receipt(tenant, id).await
+    }
+
+    async fn count_orphans(&self) -> Result<super::OrphanCounts, StoreError> {
+        self.orphan_counts().await
+    }
+
+    fn pool_stats(&self) -> super::PoolStats {
+        self.pools()
+    }
+
     async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1")
             .execute(&self.reader)
@@ -275,5 +293,22 @@ impl Store for SqliteStore {
         limit: u32,
     ) -> Result<ResealBatch, StoreError> {
         self.reseal(after, limit).await
+    }
+
+    async fn terminal_namespaces(&self) -> Result<Vec<String>, StoreError> {
+        self.terminal_namespaces_lite().await
+    }
+
+    async fn prune(
+        &self,
+        scope: &crate::store::PruneScope,
+        step: crate::store::PruneStep,
+        batch: u32,
+    ) -> Result<u64, StoreError> {
+        self.prune_lite(scope, step, batch).await
+    }
+
+    async fn try_lock_janitor(&self) -> Result<Option<crate::store::JanitorLock>, StoreError> {
+        self.try_lock_janitor_lite().await
     }
 }

@@ -5,8 +5,11 @@ use super::row::{ReceiptRow, columns, micros};
 use super::{SqliteStore, interpret};
 use crate::domain::Receipt;
 use crate::seal::{Binding, Field};
-use crate::store::{OrphanCursor, OrphanPage, OrphanQuery, StoreError, StoredBlobs, UNREADABLE};
-use sqlx::FromRow;
+use crate::store::{
+    OrphanCounts, OrphanCursor, OrphanPage, OrphanQuery, PoolStats, StoreError, StoredBlobs,
+    UNREADABLE,
+};
+use sqlx::{FromRow, Row};
 
 const ORPHANS: &str = concat!(
     "SELECT ",
@@ -19,6 +22,15 @@ const ORPHANS: &str = concat!(
     LIMIT ?7"
 );
 
+/// Orphans of every tenant by reason, through the partial due-time index (which holds only
+/// unfinished receipts); without `INDEXED BY` SQLite would scan the whole table, since the
+/// index leads with the tenant.
+const COUNT: &str = "SELECT
+        COALESCE(SUM(state = 'processing'), 0) AS lease_expired,
+        COALESCE(SUM(state = 'retry_wait'), 0) AS retry_due
+    FROM receipts INDEXED BY receipts_due_idx
+    WHERE due_at IS NOT NULL AND due_at <= ?1";
+
 /// Quarantines the row only if nobody changed it since it was read.
 const QUARANTINE: &str = "UPDATE receipts SET state = 'quarantined', last_error = ?4,
     claim_token = NULL, lease_expires_at = NULL, next_attempt_at = NULL, updated_at = ?5
@@ -27,6 +39,30 @@ const QUARANTINE: &str = "UPDATE receipts SET state = 'quarantined', last_error 
       AND recovery_payload IS ?12";
 
 impl SqliteStore {
+    /// Orphans of every tenant, due now (the metrics gauge).
+    pub(super) async fn orphan_counts(&self) -> Result<OrphanCounts, StoreError> {
+        let row = sqlx::query(COUNT)
+            .bind(micros(self.clock.now()))
+            .fetch_one(&self.reader)
+            .await
+            .map_err(interpret)?;
+        let count = |column: &str| -> Result<u64, StoreError> {
+            let n: i64 = row.try_get(column).map_err(interpret)?;
+            Ok(u64::try_from(n).unwrap_or_default())
+        };
+        Ok(OrphanCounts {
+            lease_expired: count("lease_expired")?,
+            retry_due: count("retry_due")?,
+        })
+    }
+
+    /// Both pools' connections together (the metrics gauge).
+    pub(super) fn pools(&self) -> PoolStats {
+        let (reader, writer) = (&self.reader, &self.writer);
+        let size = reader.size() + writer.size();
+        PoolStats::of(size, reader.num_idle() + writer.num_idle())
+    }
+
     /// One page of the tenant's orphans, quarantining those that do not open.
     pub(super) async fn orphans(
         &self,

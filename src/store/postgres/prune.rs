@@ -1,0 +1,103 @@
+//! The janitor's statements in PostgreSQL. Each prune statement picks at most `batch` rows
+//! of one namespace with `FOR UPDATE SKIP LOCKED` (a row a holder action has locked is left
+//! for a later pass, and the row is re-checked once locked, so a receipt redriven meanwhile
+//! is not pruned) and deletes or strips them in the same statement: one short transaction.
+//! Ages are measured on the database clock, shifted by the store's `Clock` as every other
+//! query is. One replica prunes at a time: the pass holds a session-level advisory lock on
+//! a dedicated connection, outside the pool, so the lock cannot leak into a pooled session.
+
+use super::{PgStore, interpret, micros};
+use crate::store::{JanitorLock, PruneScope, PruneStep, StoreError};
+use sqlx::{Connection, PgConnection};
+
+/// The advisory lock key of the janitor (`pg_try_advisory_lock`): "claimdJ" and 1.
+pub const JANITOR_LOCK_KEY: i64 = 0x636c_6169_6d64_4a01;
+
+/// Loose index scan over `receipts_terminal_idx`: one index probe per namespace.
+const NAMESPACES: &str = "WITH RECURSIVE ns(namespace) AS (
+    SELECT (SELECT namespace FROM receipts WHERE terminal_at IS NOT NULL
+            ORDER BY namespace LIMIT 1)
+    UNION ALL
+    SELECT (SELECT r.namespace FROM receipts r
+            WHERE r.terminal_at IS NOT NULL AND r.namespace > ns.namespace
+            ORDER BY r.namespace LIMIT 1)
+    FROM ns WHERE ns.namespace IS NOT NULL
+)
+SELECT namespace FROM ns WHERE namespace IS NOT NULL";
+
+const DELETE: &str = "DELETE FROM receipts WHERE (tenant_id, namespace, key) IN (
+    SELECT tenant_id, namespace, key FROM receipts
+    WHERE namespace = $1
+      AND terminal_at < COALESCE($4::timestamptz, now()) + $3::bigint * interval '1 microsecond'
+    ORDER BY terminal_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED)";
+
+const STRIP: &str = "UPDATE receipts SET response = NULL WHERE (tenant_id, namespace, key) IN (
+    SELECT tenant_id, namespace, key FROM receipts
+    WHERE namespace = $1 AND state = 'completed' AND response IS NOT NULL
+      AND completed_at < COALESCE($4::timestamptz, now()) + $3::bigint * interval '1 microsecond'
+    ORDER BY completed_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED)";
+
+impl PgStore {
+    /// Namespaces with terminal receipts.
+    pub(super) async fn terminal_namespaces_pg(&self) -> Result<Vec<String>, StoreError> {
+        sqlx::query_scalar(NAMESPACES)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(interpret)
+    }
+
+    /// One prune statement.
+    pub(super) async fn prune_pg(
+        &self,
+        scope: &PruneScope,
+        step: PruneStep,
+        batch: u32,
+    ) -> Result<u64, StoreError> {
+        let (sql, age) = match step {
+            PruneStep::Delete => (DELETE, scope.retention),
+            PruneStep::StripResponse => (STRIP, scope.response_retention),
+        };
+        let done = sqlx::query(sql)
+            .bind(&scope.namespace)
+            .bind(i64::from(batch))
+            .bind(self.offset().saturating_sub(micros(age)))
+            .bind(self.clock.frozen())
+            .execute(&self.pool)
+            .await
+            .map_err(interpret)?;
+        Ok(done.rows_affected())
+    }
+
+    /// The advisory lock on a new session, or `None` if another session holds it.
+    pub(super) async fn try_lock_janitor_pg(&self) -> Result<Option<JanitorLock>, StoreError> {
+        let options = self.pool.connect_options();
+        let mut session = PgConnection::connect_with(&options)
+            .await
+            .map_err(interpret)?;
+        let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+            .bind(JANITOR_LOCK_KEY)
+            .fetch_one(&mut session)
+            .await
+            .map_err(interpret)?;
+        if locked {
+            return Ok(Some(JanitorLock::session(session)));
+        }
+        session.close().await.map_err(interpret)?;
+        Ok(None)
+    }
+}
+
+/// Unlocks and closes the janitor's session. Closing alone would release the lock; the
+/// explicit unlock makes it immediate even if the close is slow.
+pub(crate) async fn unlock_janitor(mut session: PgConnection) -> Result<(), StoreError> {
+    sqlx::query("SELECT pg_advisory_unlock($1)")
+        .bind(JANITOR_LOCK_KEY)
+        .execute(&mut session)
+        .await
+        .map_err(interpret)?;
+    session.close().await.map_err(interpret)
+}

@@ -1,0 +1,70 @@
+//! The janitor's statements in SQLite: the same bounded statements as PostgreSQL, on the
+//! single writer connection (so each is serialized with every other write and commits on
+//! its own), with ages measured on this process's clock shifted by the store's `Clock`.
+//! One process owns the file, so the janitor's lock holds nothing.
+
+use super::row::micros;
+use super::{SqliteStore, interpret};
+use crate::store::{JanitorLock, PruneScope, PruneStep, StoreError};
+
+/// Loose index scan over `receipts_terminal_idx`: one index probe per namespace.
+const NAMESPACES: &str = "WITH RECURSIVE ns(namespace) AS (
+    SELECT (SELECT namespace FROM receipts WHERE terminal_at IS NOT NULL
+            ORDER BY namespace LIMIT 1)
+    UNION ALL
+    SELECT (SELECT r.namespace FROM receipts r
+            WHERE r.terminal_at IS NOT NULL AND r.namespace > ns.namespace
+            ORDER BY r.namespace LIMIT 1)
+    FROM ns WHERE ns.namespace IS NOT NULL
+)
+SELECT namespace FROM ns WHERE namespace IS NOT NULL";
+
+const DELETE: &str = "DELETE FROM receipts WHERE (tenant_id, namespace, key) IN (
+    SELECT tenant_id, namespace, key FROM receipts
+    WHERE namespace = ?1 AND terminal_at < ?3
+    ORDER BY terminal_at
+    LIMIT ?2)";
+
+const STRIP: &str = "UPDATE receipts SET response = NULL WHERE (tenant_id, namespace, key) IN (
+    SELECT tenant_id, namespace, key FROM receipts
+    WHERE namespace = ?1 AND state = 'completed' AND response IS NOT NULL
+      AND completed_at < ?3
+    ORDER BY completed_at
+    LIMIT ?2)";
+
+impl SqliteStore {
+    /// Namespaces with terminal receipts.
+    pub(super) async fn terminal_namespaces_lite(&self) -> Result<Vec<String>, StoreError> {
+        sqlx::query_scalar(NAMESPACES)
+            .fetch_all(&self.reader)
+            .await
+            .map_err(interpret)
+    }
+
+    /// One prune statement.
+    pub(super) async fn prune_lite(
+        &self,
+        scope: &PruneScope,
+        step: PruneStep,
+        batch: u32,
+    ) -> Result<u64, StoreError> {
+        let (sql, age) = match step {
+            PruneStep::Delete => (DELETE, scope.retention),
+            PruneStep::StripResponse => (STRIP, scope.response_retention),
+        };
+        let cutoff = self.clock.now() - age;
+        let done = sqlx::query(sql)
+            .bind(&scope.namespace)
+            .bind(i64::from(batch))
+            .bind(micros(cutoff))
+            .execute(&self.writer)
+            .await
+            .map_err(interpret)?;
+        Ok(done.rows_affected())
+    }
+
+    /// Always granted: one process owns the embedded database.
+    pub(super) async fn try_lock_janitor_lite(&self) -> Result<Option<JanitorLock>, StoreError> {
+        Ok(Some(JanitorLock::in_process()))
+    }
+}
