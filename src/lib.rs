@@ -11,11 +11,12 @@
 //! - [`admin`] — `claimd keys …`: operator commands on the database.
 //! - [`auth`] — API keys → tenant and namespaces, as a tower layer; protected mode.
 //! - [`seal`] — AES-256-GCM sealing of stored payloads under a key ring.
+//! - [`deadline`] — the layer that answers DEADLINE_EXCEEDED when a caller's deadline passes.
 //! - [`drain`] — the layer that refuses new calls with UNAVAILABLE once shutdown starts.
 //! - [`janitor`] — prunes terminal receipts past their namespace's retention.
 //! - [`server`] — wiring: [`server::Application`], health, reflection, shutdown.
 //! - [`config`] — command line and `CLAIMD_*` environment → [`config::Config`].
-//! - [`telemetry`] — logging.
+//! - [`telemetry`] — logs (one span per RPC) and Prometheus metrics (`/metrics`).
 //! - [`tls`] — the TLS flags and PEM files → tonic's rustls server configuration.
 //! - [`pb`] — the code generated from `proto/claimd/v1/claims.proto`.
 
@@ -23,6 +24,7 @@ pub mod admin;
 pub mod api;
 pub mod auth;
 pub mod config;
+pub mod deadline;
 pub mod domain;
 pub mod drain;
 pub mod janitor;

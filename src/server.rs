@@ -7,6 +7,7 @@
 use crate::api::ClaimsApi;
 use crate::auth::{AuthLayer, Authenticator};
 use crate::config::Config;
+use crate::deadline::DeadlineLayer;
 use crate::domain::PolicyHandle;
 use crate::drain::Drain;
 use crate::janitor::{Janitor, JanitorTask};
@@ -173,6 +174,7 @@ impl Application {
                     oversized_is_resource_exhausted,
                 ))
                 .layer(drain.clone())
+                .layer(DeadlineLayer)
                 .layer(AuthLayer::new(auth))
                 .add_service(health_service)
                 .add_service(reflection_v1)

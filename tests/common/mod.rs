@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod app;
+pub mod blocker;
 pub mod certs;
 pub mod dead_letters;
 pub mod pg;

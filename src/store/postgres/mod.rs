@@ -29,8 +29,9 @@ use crate::domain::{
 use crate::seal::{Binding, Field, Sealer};
 use crate::store::Clock;
 use async_trait::async_trait;
-use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{FromRow, Row};
+use std::str::FromStr;
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -102,10 +103,16 @@ pub struct PgStore {
 impl PgStore {
     /// Connects a pool to `url`.
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<PgStore, StoreError> {
+        // No statement runs longer than a call may wait for the database: the server cancels
+        // it (and its transaction rolls back) instead of finishing work nobody waits for.
+        let timeout_ms = options.acquire_timeout.as_millis().max(1).to_string();
+        let connect = PgConnectOptions::from_str(url)
+            .map_err(interpret)?
+            .options([("statement_timeout", timeout_ms.as_str())]);
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections)
             .acquire_timeout(options.acquire_timeout)
-            .connect(url)
+            .connect_with(connect)
             .await
             .map_err(interpret)?;
         Ok(PgStore {
@@ -130,11 +137,13 @@ fn interpret(e: sqlx::Error) -> StoreError {
         | sqlx::Error::PoolClosed
         | sqlx::Error::WorkerCrashed => true,
         // 08: connection exception, 53: insufficient resources, 57P: operator intervention
-        // (shutdown, crash, cannot connect now), 40001/40P01: retryable serialization failures.
+        // (shutdown, crash, cannot connect now), 57014: statement_timeout cancelled a statement
+        // stuck behind a lock, 40001/40P01: retryable serialization failures.
         sqlx::Error::Database(db) => db.code().is_some_and(|c| {
             c.starts_with("08")
                 || c.starts_with("53")
                 || c.starts_with("57P")
+                || c == "57014"
                 || c == "40001"
                 || c == "40P01"
         }),

@@ -1,0 +1,100 @@
+//! Client deadlines: a call whose `grpc-timeout` runs out is answered DEADLINE_EXCEEDED and
+//! its work is dropped. Nothing is half-written: Claim is one statement and the holder's
+//! calls are one transaction, which rolls back when dropped; PostgreSQL also cancels any
+//! statement that runs past `--db-timeout` (`statement_timeout`).
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tonic::Status;
+
+/// Answer this much before the deadline, so the answer is ours (DEADLINE_EXCEEDED) and not
+/// the transport's timer (which tonic reports as CANCELLED).
+const MARGIN: Duration = Duration::from_millis(5);
+
+/// The tower layer that enforces the caller's deadline.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DeadlineLayer;
+
+impl<S> tower::Layer<S> for DeadlineLayer {
+    type Service = DeadlineService<S>;
+
+    fn layer(&self, inner: S) -> DeadlineService<S> {
+        DeadlineService { inner }
+    }
+}
+
+/// See [`DeadlineLayer`].
+#[derive(Debug, Clone)]
+pub struct DeadlineService<S> {
+    inner: S,
+}
+
+/// Parses `grpc-timeout` (`<digits><unit>`, units H M S m u n).
+fn grpc_timeout(value: &[u8]) -> Option<Duration> {
+    let (digits, unit) = value.split_at(value.len().checked_sub(1)?);
+    let n: u64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    Some(match unit {
+        b"H" => Duration::from_secs(n.saturating_mul(3600)),
+        b"M" => Duration::from_secs(n.saturating_mul(60)),
+        b"S" => Duration::from_secs(n),
+        b"m" => Duration::from_millis(n),
+        b"u" => Duration::from_micros(n),
+        b"n" => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
+type BoxFuture<T> = Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+
+impl<S, ReqBody, ResBody> tower::Service<http::Request<ReqBody>> for DeadlineService<S>
+where
+    S: tower::Service<http::Request<ReqBody>, Response = http::Response<ResBody>>,
+    S::Future: Send + 'static,
+    ResBody: Default + Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = BoxFuture<Result<S::Response, S::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<ReqBody>) -> Self::Future {
+        let timeout = request
+            .headers()
+            .get("grpc-timeout")
+            .and_then(|v| grpc_timeout(v.as_bytes()));
+        let call = self.inner.call(request);
+        let Some(timeout) = timeout else {
+            return Box::pin(call);
+        };
+        Box::pin(async move {
+            match tokio::time::timeout(timeout.saturating_sub(MARGIN), call).await {
+                Ok(response) => response,
+                Err(_) => Ok(Status::deadline_exceeded(
+                    "the call's deadline passed before claimd could answer; nothing was changed \
+                     by the unfinished work",
+                )
+                .into_http()),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_timeout_values_parse_per_the_spec() {
+        assert_eq!(grpc_timeout(b"250m"), Some(Duration::from_millis(250)));
+        assert_eq!(grpc_timeout(b"3S"), Some(Duration::from_secs(3)));
+        assert_eq!(grpc_timeout(b"2M"), Some(Duration::from_secs(120)));
+        assert_eq!(grpc_timeout(b"10u"), Some(Duration::from_micros(10)));
+        for bad in [&b""[..], b"m", b"12", b"1x", b"-1S"] {
+            assert_eq!(grpc_timeout(bad), None);
+        }
+    }
+}
