@@ -11,6 +11,7 @@
 //! - [`admin`] — `claimd keys …`: operator commands on the database.
 //! - [`auth`] — API keys → tenant and namespaces, as a tower layer; protected mode.
 //! - [`seal`] — AES-256-GCM sealing of stored payloads under a key ring.
+//! - [`client`] — a Rust client helper: claim, background heartbeats, settle once.
 //! - [`deadline`] — the layer that answers DEADLINE_EXCEEDED when a caller's deadline passes.
 //! - [`drain`] — the layer that refuses new calls with UNAVAILABLE once shutdown starts.
 //! - [`janitor`] — prunes terminal receipts past their namespace's retention.
@@ -23,6 +24,7 @@
 pub mod admin;
 pub mod api;
 pub mod auth;
+pub mod client;
 pub mod config;
 pub mod deadline;
 pub mod domain;
