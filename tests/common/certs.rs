@@ -20,6 +20,9 @@ pub struct Pki {
     pub server_key: PathBuf,
     /// A client certificate and key signed by the CA.
     pub client: Identity,
+    /// The same client certificate and key as PEM files (`client.pem`, `client.key`), for
+    /// clients outside the test process.
+    pub client_files: (PathBuf, PathBuf),
     /// A client certificate and key signed by another CA.
     pub stranger: Identity,
     ca_pem: String,
@@ -93,11 +96,20 @@ impl Pki {
             ca: write("ca.pem", &ca_pem),
             server_cert: write("server.pem", &server_cert),
             server_key: write("server.key", &server_key),
+            client_files: (
+                write("client.pem", &client_cert),
+                write("client.key", &client_key),
+            ),
             client: Identity::from_pem(client_cert, client_key),
             stranger: Identity::from_pem(stranger_cert, stranger_key),
             ca_pem,
             dir,
         }
+    }
+
+    /// The directory holding every file of this PKI (`ca.pem`, `client.pem`, …).
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
     }
 
     /// A file named `name` in the test's directory holding `contents`.

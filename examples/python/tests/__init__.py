@@ -1,0 +1,1 @@
+"""Scenario tests of the Slack receiver; see harness.py and ../README.md."""
