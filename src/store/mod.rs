@@ -5,6 +5,7 @@
 mod clock;
 mod dead_letters;
 pub mod keys;
+mod orphans;
 pub mod postgres;
 mod prune;
 mod sealed;
@@ -13,14 +14,13 @@ pub mod sqlite;
 pub use clock::Clock;
 pub use dead_letters::{ListCursor, ListPage, ListQuery};
 pub(crate) use dead_letters::{log_unreadable, same_sealed_fields};
+pub use orphans::{OrphanCounts, OrphanCursor, OrphanPage, OrphanQuery};
+pub(crate) use orphans::{OrphanRows, list_orphans};
 pub use prune::{JanitorLock, PruneScope, PruneStep};
 pub use sealed::{ResealBatch, ResealCursor, StoredBlobs, UNREADABLE, reseal_all};
 
-use crate::domain::{
-    Action, ActionError, ClaimInput, ClaimOutcome, Policy, Receipt, ReceiptKey, Timestamp,
-};
+use crate::domain::{Action, ActionError, ClaimInput, ClaimOutcome, Policy, Receipt, ReceiptKey};
 use async_trait::async_trait;
-use chrono::TimeDelta;
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -58,71 +58,6 @@ pub enum StoreError {
     /// DATA_LOSS, and never the plaintext.
     #[error("a sealed field failed authentication")]
     Sealed(#[from] crate::seal::SealError),
-}
-
-/// Where a page of orphans starts (exclusive): the sort key of the last orphan returned.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OrphanCursor {
-    /// The last orphan's due time.
-    pub due_at: Timestamp,
-    /// The last orphan's namespace.
-    pub namespace: String,
-    /// The last orphan's key.
-    pub key: String,
-}
-
-/// A ListOrphaned query, already validated.
-#[derive(Debug, Clone)]
-pub struct OrphanQuery {
-    /// Only this namespace; `None` for every namespace of the tenant.
-    pub namespace: Option<String>,
-    /// At most this many orphans.
-    pub limit: u32,
-    /// Continue after this orphan.
-    pub after: Option<OrphanCursor>,
-    /// Only orphans due at least this long ago.
-    pub overdue_by: TimeDelta,
-}
-
-/// One page of orphans, oldest due first.
-#[derive(Debug, Clone)]
-pub struct OrphanPage {
-    /// PROCESSING receipts with an expired lease and RETRY_WAIT receipts that are due.
-    pub orphans: Vec<Receipt>,
-    /// Where the next page starts; `None` on the last page.
-    pub next: Option<OrphanCursor>,
-}
-
-impl OrphanPage {
-    /// The page for `rows` fetched with `LIMIT limit + 1`: the extra row only says that
-    /// there is a next page.
-    pub fn from_rows(mut rows: Vec<Receipt>, limit: u32) -> Result<OrphanPage, StoreError> {
-        let more = rows.len() > limit as usize;
-        rows.truncate(limit as usize);
-        let next = match rows.last() {
-            Some(last) if more => Some(OrphanCursor {
-                due_at: last
-                    .due_at()
-                    .ok_or_else(|| StoreError::Corrupt("orphan without a due time".into()))?,
-                namespace: last.id.namespace.clone(),
-                key: last.id.key.clone(),
-            }),
-            _ => None,
-        };
-        Ok(OrphanPage {
-            orphans: rows,
-            next,
-        })
-    }
-}
-
-/// How many receipts nobody works on although they are not done, across tenants.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct OrphanCounts {
-    /// PROCESSING with an expired lease (`LEASE_EXPIRED`).
-    pub lease_expired: u64,
-    /// RETRY_WAIT whose retry is due (`RETRY_DUE`).
-    pub retry_due: u64,
 }
 
 /// Connections of a store's pools (both of the embedded store's pools together).

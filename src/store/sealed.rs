@@ -9,8 +9,9 @@ use crate::seal::{Binding, Field, SealError, Sealer};
 /// The error text written when claimd quarantines a row whose sealed fields do not open.
 pub const UNREADABLE: &str = "sealed data failed authentication";
 
-/// The sealed columns of one row, exactly as stored.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The sealed columns of one row, exactly as stored (read by column name from either
+/// driver's row).
+#[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]
 pub struct StoredBlobs {
     /// `last_error`.
     pub last_error: Option<Vec<u8>>,
@@ -140,9 +141,10 @@ pub struct ResealBatch {
 }
 
 /// A position in primary-key order: the last row a `reseal` batch looked at.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct ResealCursor {
     /// The row's tenant.
+    #[sqlx(rename = "tenant_id")]
     pub tenant: String,
     /// The row's namespace.
     pub namespace: String,
@@ -150,12 +152,15 @@ pub struct ResealCursor {
     pub key: String,
 }
 
-/// One row as `reseal` reads it.
-#[derive(Debug, Clone)]
+/// One row as `reseal` reads it (`tenant_id, namespace, key` and the sealed columns), from
+/// either driver's row.
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ResealRow {
     /// Its primary key.
+    #[sqlx(flatten)]
     pub id: ResealCursor,
     /// Its sealed columns.
+    #[sqlx(flatten)]
     pub blobs: StoredBlobs,
 }
 

@@ -301,7 +301,7 @@ impl Store for PgStore {
         tenant: &str,
         query: &OrphanQuery,
     ) -> Result<OrphanPage, StoreError> {
-        self.orphans(tenant, query).await
+        super::list_orphans(self, tenant, query).await
     }
 
     async fn list(&self, tenant: &str, query: &ListQuery) -> Result<ListPage, StoreError> {

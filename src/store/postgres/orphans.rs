@@ -1,12 +1,12 @@
-//! ListOrphaned in PostgreSQL. A listed row whose sealed fields do not open is quarantined
-//! in place (so it blocks nobody) and skipped; the page fills from the rows after it.
+//! ListOrphaned in PostgreSQL. The query and the in-place quarantine of a row whose sealed
+//! fields do not open; the paging loop is [`crate::store::list_orphans`].
 
 use super::row::{ReceiptRow, columns};
 use super::{PgStore, interpret, micros};
 use crate::domain::Receipt;
-use crate::seal::{Binding, Field};
+use crate::seal::{Binding, Field, Sealer};
 use crate::store::{
-    OrphanCounts, OrphanCursor, OrphanPage, OrphanQuery, PoolStats, StoreError, StoredBlobs,
+    OrphanCounts, OrphanCursor, OrphanQuery, OrphanRows, PoolStats, StoreError, StoredBlobs,
     UNREADABLE,
 };
 use sqlx::{FromRow, Row};
@@ -63,59 +63,37 @@ impl PgStore {
     pub(super) fn pools(&self) -> PoolStats {
         PoolStats::of(self.pool.size(), self.pool.num_idle())
     }
+}
 
-    /// One page of the tenant's orphans, quarantining those that do not open.
-    pub(super) async fn orphans(
+impl OrphanRows for PgStore {
+    fn sealer(&self) -> &Sealer {
+        &self.seal
+    }
+
+    async fn fetch_orphans(
         &self,
         tenant: &str,
         query: &OrphanQuery,
-    ) -> Result<OrphanPage, StoreError> {
-        let mut listed = Vec::new();
-        let mut after = query.after.clone();
-        loop {
-            let wanted = query.limit as usize + 1 - listed.len();
-            let rows = sqlx::query(ORPHANS)
-                .bind(tenant)
-                .bind(self.offset().saturating_sub(micros(query.overdue_by)))
-                .bind(&query.namespace)
-                .bind(after.as_ref().map(|c| c.due_at))
-                .bind(after.as_ref().map(|c| c.namespace.as_str()))
-                .bind(after.as_ref().map(|c| c.key.as_str()))
-                .bind(wanted as i64)
-                .bind(self.clock.frozen())
-                .fetch_all(&self.pool)
-                .await
-                .map_err(interpret)?;
-            let fetched = rows.len();
-            for row in &rows {
-                let (mut receipt, blobs) =
-                    ReceiptRow::from_row(row).map_err(interpret)?.into_parts()?;
-                after = receipt.due_at().map(|due_at| OrphanCursor {
-                    due_at,
-                    namespace: receipt.id.namespace.clone(),
-                    key: receipt.id.key.clone(),
-                });
-                match blobs.open_into(&self.seal, tenant, &mut receipt) {
-                    Ok(()) => listed.push(receipt),
-                    Err(StoreError::Sealed(reason)) => {
-                        tracing::error!(
-                            namespace = %receipt.id.namespace,
-                            %reason,
-                            "quarantining an orphan whose sealed data does not open"
-                        );
-                        self.quarantine_unreadable(tenant, &receipt, &blobs).await?;
-                    }
-                    Err(other) => return Err(other),
-                }
-            }
-            if fetched < wanted || listed.len() > query.limit as usize || after.is_none() {
-                return OrphanPage::from_rows(listed, query.limit);
-            }
-        }
+        after: Option<&OrphanCursor>,
+        limit: usize,
+    ) -> Result<Vec<(Receipt, StoredBlobs)>, StoreError> {
+        let rows = sqlx::query(ORPHANS)
+            .bind(tenant)
+            .bind(self.offset().saturating_sub(micros(query.overdue_by)))
+            .bind(&query.namespace)
+            .bind(after.map(|c| c.due_at))
+            .bind(after.map(|c| c.namespace.as_str()))
+            .bind(after.map(|c| c.key.as_str()))
+            .bind(limit as i64)
+            .bind(self.clock.frozen())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(interpret)?;
+        rows.iter()
+            .map(|row| ReceiptRow::from_row(row).map_err(interpret)?.into_parts())
+            .collect()
     }
 
-    /// Quarantines `receipt` (read with `blobs`) with a sealed [`UNREADABLE`] error, leaving
-    /// its other sealed fields as they are (a key added back later still opens them).
     async fn quarantine_unreadable(
         &self,
         tenant: &str,

@@ -4,8 +4,8 @@
 
 use super::{PgStore, interpret};
 use crate::store::sealed::{ResealRow, reseal_row};
-use crate::store::{ResealBatch, ResealCursor, StoreError, StoredBlobs};
-use sqlx::Row;
+use crate::store::{ResealBatch, ResealCursor, StoreError};
+use sqlx::FromRow;
 
 const BATCH: &str = "SELECT tenant_id, namespace, key, last_error, checkpoint, response,
     recovery_payload FROM receipts
@@ -35,19 +35,7 @@ impl PgStore {
             .map_err(interpret)?;
         let mut batch = ResealBatch::default();
         for row in &rows {
-            let row = ResealRow {
-                id: ResealCursor {
-                    tenant: row.try_get("tenant_id").map_err(interpret)?,
-                    namespace: row.try_get("namespace").map_err(interpret)?,
-                    key: row.try_get("key").map_err(interpret)?,
-                },
-                blobs: StoredBlobs {
-                    last_error: row.try_get("last_error").map_err(interpret)?,
-                    checkpoint: row.try_get("checkpoint").map_err(interpret)?,
-                    response: row.try_get("response").map_err(interpret)?,
-                    recovery_payload: row.try_get("recovery_payload").map_err(interpret)?,
-                },
-            };
+            let row = ResealRow::from_row(row).map_err(interpret)?;
             if let Some(blobs) = reseal_row(&self.seal, &row, &mut batch) {
                 sqlx::query(WRITE)
                     .bind(&row.id.tenant)

@@ -1,0 +1,142 @@
+//! ListOrphaned for both stores: the query and page types, and the paging loop. A store
+//! supplies one fetch and one quarantine ([`OrphanRows`]); [`list_orphans`] opens each
+//! listed row, quarantines in place those whose sealed fields do not open (so one bad row
+//! blocks nobody) and keeps fetching until the page is full.
+
+use super::{StoreError, StoredBlobs};
+use crate::domain::{Receipt, Timestamp};
+use crate::seal::Sealer;
+use chrono::TimeDelta;
+
+/// Where a page of orphans starts (exclusive): the sort key of the last orphan returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrphanCursor {
+    /// The last orphan's due time.
+    pub due_at: Timestamp,
+    /// The last orphan's namespace.
+    pub namespace: String,
+    /// The last orphan's key.
+    pub key: String,
+}
+
+/// A ListOrphaned query, already validated.
+#[derive(Debug, Clone)]
+pub struct OrphanQuery {
+    /// Only this namespace; `None` for every namespace of the tenant.
+    pub namespace: Option<String>,
+    /// At most this many orphans.
+    pub limit: u32,
+    /// Continue after this orphan.
+    pub after: Option<OrphanCursor>,
+    /// Only orphans due at least this long ago.
+    pub overdue_by: TimeDelta,
+}
+
+/// One page of orphans, oldest due first.
+#[derive(Debug, Clone)]
+pub struct OrphanPage {
+    /// PROCESSING receipts with an expired lease and RETRY_WAIT receipts that are due.
+    pub orphans: Vec<Receipt>,
+    /// Where the next page starts; `None` on the last page.
+    pub next: Option<OrphanCursor>,
+}
+
+impl OrphanPage {
+    /// The page for `rows` fetched with `LIMIT limit + 1`: the extra row only says that
+    /// there is a next page.
+    pub fn from_rows(mut rows: Vec<Receipt>, limit: u32) -> Result<OrphanPage, StoreError> {
+        let more = rows.len() > limit as usize;
+        rows.truncate(limit as usize);
+        let next = match rows.last() {
+            Some(last) if more => Some(OrphanCursor {
+                due_at: last
+                    .due_at()
+                    .ok_or_else(|| StoreError::Corrupt("orphan without a due time".into()))?,
+                namespace: last.id.namespace.clone(),
+                key: last.id.key.clone(),
+            }),
+            _ => None,
+        };
+        Ok(OrphanPage {
+            orphans: rows,
+            next,
+        })
+    }
+}
+
+/// How many receipts nobody works on although they are not done, across tenants.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OrphanCounts {
+    /// PROCESSING with an expired lease (`LEASE_EXPIRED`).
+    pub lease_expired: u64,
+    /// RETRY_WAIT whose retry is due (`RETRY_DUE`).
+    pub retry_due: u64,
+}
+
+/// What a store supplies for [`list_orphans`].
+pub(crate) trait OrphanRows: Sync {
+    /// The sealer that opens the rows.
+    fn sealer(&self) -> &Sealer;
+
+    /// Up to `limit` of `tenant`'s receipts due by the query (its namespace, `overdue_by`),
+    /// after `after`, in (due_at, namespace, key) order: each without its sealed fields,
+    /// and those fields as stored.
+    async fn fetch_orphans(
+        &self,
+        tenant: &str,
+        query: &OrphanQuery,
+        after: Option<&OrphanCursor>,
+        limit: usize,
+    ) -> Result<Vec<(Receipt, StoredBlobs)>, StoreError>;
+
+    /// Quarantines `receipt` (read with `blobs`) with a sealed [`super::UNREADABLE`] error,
+    /// only if the row is unchanged since it was read, leaving its other sealed fields as
+    /// they are (a key added back later still opens them).
+    async fn quarantine_unreadable(
+        &self,
+        tenant: &str,
+        receipt: &Receipt,
+        blobs: &StoredBlobs,
+    ) -> Result<(), StoreError>;
+}
+
+/// One page of `tenant`'s orphans, quarantining those that do not open.
+pub(crate) async fn list_orphans<S: OrphanRows>(
+    store: &S,
+    tenant: &str,
+    query: &OrphanQuery,
+) -> Result<OrphanPage, StoreError> {
+    let mut listed = Vec::new();
+    let mut after = query.after.clone();
+    loop {
+        let wanted = query.limit as usize + 1 - listed.len();
+        let rows = store
+            .fetch_orphans(tenant, query, after.as_ref(), wanted)
+            .await?;
+        let fetched = rows.len();
+        for (mut receipt, blobs) in rows {
+            after = receipt.due_at().map(|due_at| OrphanCursor {
+                due_at,
+                namespace: receipt.id.namespace.clone(),
+                key: receipt.id.key.clone(),
+            });
+            match blobs.open_into(store.sealer(), tenant, &mut receipt) {
+                Ok(()) => listed.push(receipt),
+                Err(StoreError::Sealed(reason)) => {
+                    tracing::error!(
+                        namespace = %receipt.id.namespace,
+                        %reason,
+                        "quarantining an orphan whose sealed data does not open"
+                    );
+                    store
+                        .quarantine_unreadable(tenant, &receipt, &blobs)
+                        .await?;
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        if fetched < wanted || listed.len() > query.limit as usize || after.is_none() {
+            return OrphanPage::from_rows(listed, query.limit);
+        }
+    }
+}
