@@ -8,6 +8,7 @@ pub mod keys;
 mod orphans;
 pub mod postgres;
 mod prune;
+mod row;
 mod sealed;
 pub mod sqlite;
 
