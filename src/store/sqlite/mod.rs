@@ -17,10 +17,10 @@ mod row;
 
 pub use lock::FileLock;
 
-use self::row::{ReceiptRow, columns, micros};
+use self::row::{decode, fetch, upsert};
 use super::{
     ListPage, ListQuery, OrphanPage, OrphanQuery, ResealBatch, ResealCursor, Store, StoreError,
-    StoreOptions, StoredBlobs,
+    StoreOptions,
 };
 use crate::domain::{
     Action, ClaimInput, ClaimOutcome, Policy, Receipt, ReceiptKey, Write, apply, decide_claim,
@@ -28,32 +28,13 @@ use crate::domain::{
 use crate::seal::Sealer;
 use crate::store::Clock;
 use async_trait::async_trait;
+use sqlx::Connection;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
-    SqliteSynchronous,
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{Connection, FromRow};
 use std::str::FromStr;
 use std::sync::Arc;
 use uuid::Uuid;
-
-const GET: &str = concat!(
-    "SELECT ",
-    columns!(),
-    " FROM receipts WHERE tenant_id = ?1 AND namespace = ?2 AND key = ?3"
-);
-
-const UPSERT: &str = "INSERT INTO receipts (tenant_id, namespace, key, state, attempt,
-    free_attempts, fingerprint, claim_token, lease_expires_at, next_attempt_at, created_at,
-    updated_at, completed_at, last_error, checkpoint, response, recovery_payload)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
-    ON CONFLICT (tenant_id, namespace, key) DO UPDATE SET state = excluded.state,
-    attempt = excluded.attempt, free_attempts = excluded.free_attempts,
-    claim_token = excluded.claim_token, lease_expires_at = excluded.lease_expires_at,
-    next_attempt_at = excluded.next_attempt_at, updated_at = excluded.updated_at,
-    completed_at = excluded.completed_at, last_error = excluded.last_error,
-    checkpoint = excluded.checkpoint, response = excluded.response,
-    recovery_payload = excluded.recovery_payload";
 
 /// Receipts in one SQLite file.
 #[derive(Debug, Clone)]
@@ -127,66 +108,6 @@ fn interpret(e: sqlx::Error) -> StoreError {
     } else {
         StoreError::Database(e)
     }
-}
-
-/// The receipt, its sealed fields opened (or DATA_LOSS).
-async fn fetch(
-    conn: &mut SqliteConnection,
-    seal: &Sealer,
-    tenant: &str,
-    id: &ReceiptKey,
-) -> Result<Option<Receipt>, StoreError> {
-    let row = sqlx::query(GET)
-        .bind(tenant)
-        .bind(&id.namespace)
-        .bind(&id.key)
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(interpret)?;
-    row.map(|r| decode(seal, tenant, &r)).transpose()
-}
-
-/// A `receipts` row as a receipt of `tenant`, its sealed fields opened.
-fn decode(
-    seal: &Sealer,
-    tenant: &str,
-    row: &sqlx::sqlite::SqliteRow,
-) -> Result<Receipt, StoreError> {
-    let (mut receipt, blobs) = ReceiptRow::from_row(row).map_err(interpret)?.into_parts()?;
-    blobs.open_into(seal, tenant, &mut receipt)?;
-    Ok(receipt)
-}
-
-/// Writes `r`, its payload fields sealed for its row.
-async fn upsert(
-    conn: &mut SqliteConnection,
-    seal: &Sealer,
-    tenant: &str,
-    r: &Receipt,
-) -> Result<(), StoreError> {
-    let blobs = StoredBlobs::seal(seal, tenant, r);
-    sqlx::query(UPSERT)
-        .bind(tenant)
-        .bind(&r.id.namespace)
-        .bind(&r.id.key)
-        .bind(r.state.as_str())
-        .bind(i64::from(r.attempt))
-        .bind(i64::from(r.free_attempts))
-        .bind(&r.fingerprint)
-        .bind(r.claim_token)
-        .bind(r.lease_expires_at.map(micros))
-        .bind(r.next_attempt_at.map(micros))
-        .bind(micros(r.created_at))
-        .bind(micros(r.updated_at))
-        .bind(r.completed_at.map(micros))
-        .bind(&blobs.last_error)
-        .bind(&blobs.checkpoint)
-        .bind(&blobs.response)
-        .bind(&blobs.recovery_payload)
-        .execute(&mut *conn)
-        .await
-        .map_err(interpret)?;
-    Ok(())
 }
 
 #[async_trait]
