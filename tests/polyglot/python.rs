@@ -114,23 +114,6 @@ async fn failure_paths_retry_quarantine_conflict_and_slash_command() {
 /// wrong or missing key answers 500 (Slack retries) and never shows in a log.
 #[tokio::test]
 async fn api_key_is_sent_and_never_logged() {
-    // A test cannot run claimd without a directory for its data.
-    let dir = tempfile::tempdir().expect("temp dir");
-    let created = tools::run(
-        process::claimd()
-            .args(["keys", "create", "--tenant", "acme", "--data-dir"])
-            .arg(dir.path()),
-        "claimd keys create",
-    );
-    let key = String::from_utf8(created.stdout).expect("the key is text");
-    let addr = process::free_addr();
-    let mut cmd = process::claimd();
-    cmd.arg("serve")
-        .arg("--data-dir")
-        .arg(dir.path())
-        .arg("--listen")
-        .arg(addr.to_string());
-    let claimd = process::Claimd::start(cmd, addr).await;
-    let key = Some(key.trim().to_owned());
-    scenario("test_api_key", addr.to_string(), key, &claimd).await;
+    let (live, key) = tools::Live::embedded_with_key(|_| {}).await;
+    scenario("test_api_key", live.target(), Some(key), &live.claimd).await;
 }

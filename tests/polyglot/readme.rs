@@ -5,7 +5,7 @@
 //! captured into a variable, print JSON (or the service list). A README section that gains
 //! grpcurl commands must get a scenario here, so the README cannot drift from the service.
 
-use crate::common::{certs::Pki, process};
+use crate::common::certs::Pki;
 use crate::tools;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -171,29 +171,18 @@ async fn the_readme_walkthrough_and_dead_letter_commands_work_with_real_grpcurl(
 #[tokio::test]
 async fn the_readme_tls_command_works_with_real_grpcurl_over_mutual_tls() {
     let pki = Pki::new();
-    // A test cannot run without a directory for claimd's data.
-    let data = tempfile::tempdir().expect("temp dir");
-    let key = tools::run(
-        process::claimd()
-            .args(["keys", "create", "--tenant", "acme", "--data-dir"])
-            .arg(data.path()),
-        "claimd keys create",
-    );
-    let key = String::from_utf8(key.stdout).expect("the key is text");
-    let addr = process::free_addr();
-    let mut cmd = process::claimd();
-    cmd.arg("serve").arg("--data-dir").arg(data.path());
-    cmd.args(["--listen", &addr.to_string()]);
-    cmd.arg("--tls-cert").arg(&pki.server_cert);
-    cmd.arg("--tls-key").arg(&pki.server_key);
-    cmd.arg("--tls-client-ca").arg(&pki.ca);
-    let _claimd = process::Claimd::start(cmd, addr).await;
+    let (live, key) = tools::Live::embedded_with_key(|cmd| {
+        cmd.arg("--tls-cert").arg(&pki.server_cert);
+        cmd.arg("--tls-key").arg(&pki.server_key);
+        cmd.arg("--tls-client-ca").arg(&pki.ca);
+    })
+    .await;
     // The README names the files ca.pem, client.pem and client.key: the PKI's own names.
     assert!(pki.client_files.0.ends_with("client.pem") && pki.dir().join("ca.pem").exists());
     run_in_bash(
         &section("TLS"),
-        addr.port(),
+        live.addr.port(),
         pki.dir(),
-        &[("KEY", key.trim())],
+        &[("KEY", key.as_str())],
     );
 }

@@ -152,6 +152,25 @@ impl Live {
         Live::start(cmd, dir).await
     }
 
+    /// claimd on its embedded store in a fresh directory where `claimd keys create
+    /// --tenant acme` made a key first (so every call needs one): the server and the key.
+    /// `configure` adds flags to `serve` (TLS files, say).
+    pub async fn embedded_with_key(configure: impl FnOnce(&mut Command)) -> (Live, String) {
+        // A test cannot run claimd without a directory for its data.
+        let dir = tempfile::tempdir().expect("temp dir");
+        let created = run(
+            process::claimd()
+                .args(["keys", "create", "--tenant", "acme", "--data-dir"])
+                .arg(dir.path()),
+            "claimd keys create",
+        );
+        let key = String::from_utf8(created.stdout).expect("the key is text");
+        let mut cmd = process::claimd();
+        cmd.arg("serve").arg("--data-dir").arg(dir.path());
+        configure(&mut cmd);
+        (Live::start(cmd, dir).await, key.trim().to_owned())
+    }
+
     /// claimd on a fresh database of the harness's PostgreSQL, as a replica would run.
     pub async fn postgres() -> Live {
         let url = pg::fresh_database().await;
