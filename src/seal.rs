@@ -121,6 +121,18 @@ pub enum SealError {
     },
 }
 
+impl SealError {
+    /// Whether the value is intact but this configuration cannot open it (its key is not
+    /// configured, or it is plaintext and plaintext is not accepted), so it would open again
+    /// once the configuration is put right — as opposed to a damaged or forged value.
+    pub fn is_configuration(&self) -> bool {
+        matches!(
+            self,
+            SealError::UnknownKey { .. } | SealError::Plaintext { .. }
+        )
+    }
+}
+
 /// Seals and opens stored values. Either it has a key ring (sealing under the current key,
 /// opening plaintext only if told to accept it), or it has none and stores plaintext —
 /// which only `--allow-plaintext-payloads` asks for.

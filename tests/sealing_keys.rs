@@ -174,9 +174,62 @@ async fn reseal_leaves_rows_it_cannot_open_as_they_are_and_exits_non_zero(backen
     );
 }
 
+/// The keys of every orphan ListOrphaned lists for the namespace, an hour from now.
+async fn orphans(app: &TestApp) -> Vec<String> {
+    app.advance(std::time::Duration::from_secs(3600));
+    let request = pb::ListOrphanedRequest {
+        namespace: NS.into(),
+        page_size: 1,
+        ..Default::default()
+    };
+    let (mut keys, mut request) = (Vec::new(), request);
+    loop {
+        let page = app.client.clone().list_orphaned(request.clone()).await;
+        let page = page.expect("ListOrphaned").into_inner();
+        keys.extend(page.orphans.into_iter().map(|o| o.receipt.unwrap().key));
+        if page.next_page_token.is_empty() {
+            return keys;
+        }
+        request.page_token = page.next_page_token;
+    }
+}
+
+async fn an_orphan_under_a_removed_key_is_skipped_and_listed_again_once_the_key_is_back(
+    backend: Backend,
+) {
+    let (url, _dir) = backend.fresh_database().await;
+    let (old, new) = (generate_key(), generate_key());
+    let app = spawn_app_on(url.clone(), |c| c.store.seal = sealer(&[old])).await;
+    claim_token(&app, "Ev-1-old", b"sealed under the old key").await;
+    app.shutdown().await;
+
+    // The old key removed too early: the orphan is not listed, and not quarantined either.
+    let app = spawn_app_on(url.clone(), |c| c.store.seal = sealer(&[new])).await;
+    claim_token(&app, "Ev-2-new", b"sealed under the new key").await;
+    assert_eq!(orphans(&app).await, ["Ev-2-new"]);
+    assert_eq!(orphans(&app).await, ["Ev-2-new"], "skipped again, not lost");
+    assert_eq!(raw::row(&url, NS, "Ev-1-old").await.state, "processing");
+    app.shutdown().await;
+
+    // The key back in the ring: the orphan is listed with its payload.
+    let app = spawn_app_on(url.clone(), |c| c.store.seal = sealer(&[new, old])).await;
+    assert_eq!(orphans(&app).await, ["Ev-1-old", "Ev-2-new"]);
+    let taken = app
+        .client
+        .clone()
+        .claim(claim_request("Ev-1-old", b""))
+        .await;
+    let taken = taken.expect("Claim of the orphan").into_inner();
+    assert_eq!(decision(&taken), Decision::Claimed);
+    let receipt = taken.receipt.expect("a receipt");
+    assert_eq!(receipt.recovery_payload, b"sealed under the old key");
+    app.shutdown().await;
+}
+
 conformance!(
     rotation_keeps_old_rows_readable_and_reseal_moves_them_to_the_new_key,
     reseal_leaves_rows_it_cannot_open_as_they_are_and_exits_non_zero,
+    an_orphan_under_a_removed_key_is_skipped_and_listed_again_once_the_key_is_back,
 );
 
 fn serve(addr: std::net::SocketAddr, url: &str) -> std::process::Command {

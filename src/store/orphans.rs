@@ -1,7 +1,9 @@
 //! ListOrphaned for both stores: the query and page types, and the paging loop. A store
 //! supplies one fetch and one quarantine ([`OrphanRows`]); [`list_orphans`] opens each
-//! listed row, quarantines in place those whose sealed fields do not open (so one bad row
-//! blocks nobody) and keeps fetching until the page is full.
+//! listed row and keeps fetching until the page is full. A row whose sealed fields are
+//! damaged or forged is quarantined in place (so it blocks nobody); a row sealed under a
+//! key that is not configured (or stored in plaintext that is no longer accepted) is only
+//! skipped and logged, so it is listed again once the configuration is put right.
 
 use super::{StoreError, StoredBlobs};
 use crate::domain::{Receipt, Timestamp};
@@ -122,6 +124,14 @@ pub(crate) async fn list_orphans<S: OrphanRows>(
             });
             match blobs.open_into(store.sealer(), tenant, &mut receipt) {
                 Ok(()) => listed.push(receipt),
+                Err(StoreError::Sealed(reason)) if reason.is_configuration() => {
+                    tracing::error!(
+                        namespace = %receipt.id.namespace,
+                        %reason,
+                        "skipping an orphan this configuration cannot open; \
+                         configure its seal key again"
+                    );
+                }
                 Err(StoreError::Sealed(reason)) => {
                     tracing::error!(
                         namespace = %receipt.id.namespace,
