@@ -176,9 +176,16 @@ async fn processing_and_retry_wait_are_never_pruned_however_old(backend: Backend
 async fn a_tombstone_answers_completed_without_the_response(backend: Backend) {
     let app = spawn(backend, 500).await;
     completed(&app, SHORT, "Ev1", b"200 ok").await;
+    completed(&app, SHORT, "Ev2-empty", b"").await;
     let before = app.get(SHORT, "Ev1").await.expect("completed");
     app.advance(DAY + Duration::from_secs(1));
     assert_eq!(pass(&app).await.stripped, 1);
+    let empty = app.get(SHORT, "Ev2-empty").await.expect("completed");
+    assert_eq!(
+        (empty.response.len(), empty.response_pruned_at),
+        (0, None),
+        "an empty response that Complete stored is not a tombstone"
+    );
 
     let replay = app.claim(SHORT, "Ev1", FP).await;
     assert_eq!(decision(&replay), Decision::Completed, "{replay:?}");
@@ -187,11 +194,24 @@ async fn a_tombstone_answers_completed_without_the_response(backend: Backend) {
     assert!(receipt.response.is_empty());
     let got = app.get(SHORT, "Ev1").await.expect("the tombstone");
     assert_eq!(got, receipt);
+    assert_eq!(
+        before.response_pruned_at, None,
+        "a kept response is not marked"
+    );
+    let pruned_at = got
+        .response_pruned_at
+        .expect("a tombstone says when it lost its response");
+    let completed_at = before.completed_at.expect("completed").seconds;
+    assert!(
+        pruned_at.seconds >= completed_at + DAY.as_secs() as i64,
+        "{pruned_at:?}"
+    );
     let expected = pb::Receipt {
         response: Vec::new(),
+        response_pruned_at: Some(pruned_at),
         ..before
     };
-    assert_eq!(got, expected, "only the response changed");
+    assert_eq!(got, expected, "only the response changed, and it says so");
     let other = app.claim(SHORT, "Ev1", b"another body").await;
     assert_eq!(
         decision(&other),

@@ -33,6 +33,7 @@ pub fn receipt(r: Receipt) -> pb::Receipt {
         checkpoint: r.checkpoint.unwrap_or_default(),
         response: r.response.unwrap_or_default(),
         recovery_payload: r.recovery_payload.unwrap_or_default(),
+        response_pruned_at: r.response_pruned_at.map(timestamp),
     }
 }
 

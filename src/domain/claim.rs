@@ -78,6 +78,7 @@ pub fn decide_claim(
                 checkpoint: None,
                 response: None,
                 recovery_payload: input.recovery_payload.clone(),
+                response_pruned_at: None,
             },
         };
     };

@@ -133,6 +133,8 @@ pub struct Receipt {
     pub response: Option<Vec<u8>>,
     /// Returned to whoever takes the work over.
     pub recovery_payload: Option<Vec<u8>>,
+    /// When the janitor dropped the response of this COMPLETED receipt (a tombstone).
+    pub response_pruned_at: Option<Timestamp>,
 }
 
 impl Receipt {

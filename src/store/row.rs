@@ -13,7 +13,7 @@ macro_rules! columns {
     () => {
         "namespace, key, state, attempt, free_attempts, fingerprint, claim_token, \
          lease_expires_at, next_attempt_at, created_at, updated_at, completed_at, last_error, \
-         checkpoint, response, recovery_payload"
+         checkpoint, response, recovery_payload, response_pruned_at"
     };
 }
 pub(crate) use columns;
@@ -61,6 +61,7 @@ pub(crate) struct ReceiptRow<N, T> {
     checkpoint: Option<Vec<u8>>,
     response: Option<Vec<u8>>,
     recovery_payload: Option<Vec<u8>>,
+    response_pruned_at: Option<T>,
 }
 
 impl<N: TryInto<u32>, T: StoredTime> ReceiptRow<N, T> {
@@ -98,6 +99,7 @@ impl<N: TryInto<u32>, T: StoredTime> ReceiptRow<N, T> {
             checkpoint: None,
             response: None,
             recovery_payload: None,
+            response_pruned_at: opt_time(row.response_pruned_at)?,
         };
         Ok((receipt, blobs))
     }

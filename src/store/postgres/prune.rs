@@ -33,7 +33,9 @@ const DELETE: &str = "DELETE FROM receipts WHERE (tenant_id, namespace, key) IN 
     LIMIT $2
     FOR UPDATE SKIP LOCKED)";
 
-const STRIP: &str = "UPDATE receipts SET response = NULL WHERE (tenant_id, namespace, key) IN (
+const STRIP: &str = "UPDATE receipts SET response = NULL,
+    response_pruned_at = COALESCE($4::timestamptz, now()) + $5::bigint * interval '1 microsecond'
+    WHERE (tenant_id, namespace, key) IN (
     SELECT tenant_id, namespace, key FROM receipts
     WHERE namespace = $1 AND state = 'completed' AND response IS NOT NULL
       AND completed_at < COALESCE($4::timestamptz, now()) + $3::bigint * interval '1 microsecond'
@@ -61,14 +63,15 @@ impl PgStore {
             PruneStep::Delete => (DELETE, scope.retention),
             PruneStep::StripResponse => (STRIP, scope.response_retention),
         };
-        let done = sqlx::query(sql)
+        let mut query = sqlx::query(sql)
             .bind(&scope.namespace)
             .bind(i64::from(batch))
             .bind(self.offset().saturating_sub(micros(age)))
-            .bind(self.clock.frozen())
-            .execute(&self.pool)
-            .await
-            .map_err(interpret)?;
+            .bind(self.clock.frozen());
+        if matches!(step, PruneStep::StripResponse) {
+            query = query.bind(self.offset()); // response_pruned_at = now
+        }
+        let done = query.execute(&self.pool).await.map_err(interpret)?;
         Ok(done.rows_affected())
     }
 

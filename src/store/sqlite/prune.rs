@@ -25,7 +25,7 @@ const DELETE: &str = "DELETE FROM receipts WHERE (tenant_id, namespace, key) IN 
     ORDER BY terminal_at
     LIMIT ?2)";
 
-const STRIP: &str = "UPDATE receipts SET response = NULL WHERE (tenant_id, namespace, key) IN (
+const STRIP: &str = "UPDATE receipts SET response = NULL, response_pruned_at = ?4 WHERE (tenant_id, namespace, key) IN (
     SELECT tenant_id, namespace, key FROM receipts
     WHERE namespace = ?1 AND state = 'completed' AND response IS NOT NULL
       AND completed_at < ?3
@@ -52,14 +52,15 @@ impl SqliteStore {
             PruneStep::Delete => (DELETE, scope.retention),
             PruneStep::StripResponse => (STRIP, scope.response_retention),
         };
-        let cutoff = self.clock.now() - age;
-        let done = sqlx::query(sql)
+        let now = self.clock.now();
+        let mut query = sqlx::query(sql)
             .bind(&scope.namespace)
             .bind(i64::from(batch))
-            .bind(micros(cutoff))
-            .execute(&self.writer)
-            .await
-            .map_err(interpret)?;
+            .bind(micros(now - age));
+        if matches!(step, PruneStep::StripResponse) {
+            query = query.bind(micros(now)); // response_pruned_at
+        }
+        let done = query.execute(&self.writer).await.map_err(interpret)?;
         Ok(done.rows_affected())
     }
 
