@@ -164,39 +164,50 @@ pub struct ResealRow {
     pub blobs: StoredBlobs,
 }
 
-/// What to write for `row`: `None` if it is already current; logs and counts rows whose
-/// fields do not open.
-pub fn reseal_row(
+/// One `reseal` batch of `rows`, read in primary-key order with `LIMIT limit`: the rows to
+/// write again (their values sealed under the current key) and what the batch did, `next`
+/// set unless these were the last rows. Rows already current are skipped; rows whose
+/// fields do not open are logged, counted and left as they are.
+pub fn plan_reseal(
     sealer: &Sealer,
-    row: &ResealRow,
-    batch: &mut ResealBatch,
-) -> Option<StoredBlobs> {
-    batch.scanned += 1;
-    if row.blobs.is_current(sealer) {
-        return None;
-    }
-    let at = Binding {
-        tenant: &row.id.tenant,
-        namespace: &row.id.namespace,
-        key: &row.id.key,
+    rows: Vec<ResealRow>,
+    limit: u32,
+) -> (ResealBatch, Vec<ResealRow>) {
+    let mut batch = ResealBatch {
+        scanned: rows.len() as u64,
+        ..ResealBatch::default()
     };
-    match row.blobs.resealed(sealer, at) {
-        Ok(blobs) => {
-            batch.rewritten += 1;
-            Some(blobs)
+    let full = rows.len() >= limit as usize;
+    let mut writes = Vec::new();
+    for row in rows {
+        batch.next = Some(row.id.clone());
+        if row.blobs.is_current(sealer) {
+            continue;
         }
-        Err(error) => {
-            batch.unreadable += 1;
-            tracing::warn!(
-                tenant = %row.id.tenant,
-                namespace = %row.id.namespace,
-                key = %row.id.key,
-                %error,
-                "reseal: left a row whose sealed field does not open"
-            );
-            None
+        let at = Binding {
+            tenant: &row.id.tenant,
+            namespace: &row.id.namespace,
+            key: &row.id.key,
+        };
+        match row.blobs.resealed(sealer, at) {
+            Ok(blobs) => writes.push(ResealRow { blobs, ..row }),
+            Err(error) => {
+                batch.unreadable += 1;
+                tracing::warn!(
+                    tenant = %row.id.tenant,
+                    namespace = %row.id.namespace,
+                    key = %row.id.key,
+                    %error,
+                    "reseal: left a row whose sealed field does not open"
+                );
+            }
         }
     }
+    batch.rewritten = writes.len() as u64;
+    if !full {
+        batch.next = None;
+    }
+    (batch, writes)
 }
 
 /// Reseals every row, `batch_size` rows per transaction, logging progress after each batch;

@@ -3,7 +3,7 @@
 //! row's sealed columns opened and sealed again under the current key.
 
 use super::{PgStore, interpret};
-use crate::store::sealed::{ResealRow, reseal_row};
+use crate::store::sealed::{ResealRow, plan_reseal};
 use crate::store::{ResealBatch, ResealCursor, StoreError};
 use sqlx::FromRow;
 
@@ -33,28 +33,23 @@ impl PgStore {
             .fetch_all(&mut *tx)
             .await
             .map_err(interpret)?;
-        let mut batch = ResealBatch::default();
-        for row in &rows {
-            let row = ResealRow::from_row(row).map_err(interpret)?;
-            if let Some(blobs) = reseal_row(&self.seal, &row, &mut batch) {
-                sqlx::query(WRITE)
-                    .bind(&row.id.tenant)
-                    .bind(&row.id.namespace)
-                    .bind(&row.id.key)
-                    .bind(&blobs.last_error)
-                    .bind(&blobs.checkpoint)
-                    .bind(&blobs.response)
-                    .bind(&blobs.recovery_payload)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(interpret)?;
-            }
-            batch.next = Some(row.id);
+        let rows = rows.iter().map(ResealRow::from_row);
+        let rows = rows.collect::<Result<Vec<_>, _>>().map_err(interpret)?;
+        let (batch, writes) = plan_reseal(&self.seal, rows, limit);
+        for row in &writes {
+            sqlx::query(WRITE)
+                .bind(&row.id.tenant)
+                .bind(&row.id.namespace)
+                .bind(&row.id.key)
+                .bind(&row.blobs.last_error)
+                .bind(&row.blobs.checkpoint)
+                .bind(&row.blobs.response)
+                .bind(&row.blobs.recovery_payload)
+                .execute(&mut *tx)
+                .await
+                .map_err(interpret)?;
         }
         tx.commit().await.map_err(interpret)?;
-        if rows.len() < limit as usize {
-            batch.next = None;
-        }
         Ok(batch)
     }
 }

@@ -7,7 +7,7 @@ use super::row::{columns, micros};
 use super::{SqliteStore, decode, fetch, interpret};
 use crate::domain::{Receipt, ReceiptKey, redrive};
 use crate::store::{ListPage, ListQuery, StoreError, log_unreadable, same_sealed_fields};
-use sqlx::{Connection, Row};
+use sqlx::Row;
 
 /// The List query over `$from`. The states are four slots, unused ones NULL (which matches
 /// nothing). The first page starts after ('', ''), which comes before every row: namespaces
@@ -88,11 +88,7 @@ impl SqliteStore {
         tenant: &str,
         id: &ReceiptKey,
     ) -> Result<Receipt, StoreError> {
-        let mut writer = self.writer.acquire().await.map_err(interpret)?;
-        let mut tx = writer
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(interpret)?;
+        let mut tx = self.begin_write().await?;
         let current = fetch(&mut tx, &self.seal, tenant, id)
             .await?
             .ok_or(StoreError::NotFound)?;

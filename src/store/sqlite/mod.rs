@@ -28,7 +28,6 @@ use crate::domain::{
 use crate::seal::Sealer;
 use crate::store::Clock;
 use async_trait::async_trait;
-use sqlx::Connection;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
@@ -90,6 +89,17 @@ impl SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// A transaction on the writer, `BEGIN IMMEDIATE`: it holds SQLite's write lock from
+    /// the start, so what it reads cannot change before it writes.
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
+        self.writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(interpret)
+    }
+}
+
 /// Every SQLite error goes through here: a busy or unopenable database is unavailable.
 fn interpret(e: sqlx::Error) -> StoreError {
     let unavailable = match &e {
@@ -126,11 +136,7 @@ impl Store for SqliteStore {
         if outcome.write == Write::None {
             return Ok(outcome);
         }
-        let mut writer = self.writer.acquire().await.map_err(interpret)?;
-        let mut tx = writer
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(interpret)?;
+        let mut tx = self.begin_write().await?;
         let current = fetch(&mut tx, &self.seal, tenant, &input.id).await?;
         let outcome = decide_claim(current.as_ref(), input, self.clock.now(), policy);
         if outcome.write != Write::None {
@@ -148,11 +154,7 @@ impl Store for SqliteStore {
         action: &Action,
         policy: &Policy,
     ) -> Result<Receipt, StoreError> {
-        let mut writer = self.writer.acquire().await.map_err(interpret)?;
-        let mut tx = writer
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(interpret)?;
+        let mut tx = self.begin_write().await?;
         let current = fetch(&mut tx, &self.seal, tenant, id)
             .await?
             .ok_or(StoreError::NotFound)?;
