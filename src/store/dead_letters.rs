@@ -54,6 +54,32 @@ pub struct ListPage {
 }
 
 impl ListPage {
+    /// The page for rows decoded into `parts` (receipts and their stored sealed fields),
+    /// fetched with `LIMIT limit + 1`, each opened for `tenant`. A row whose sealed data
+    /// does not open fails the page (DATA_LOSS), logged with its namespace and key so an
+    /// operator can find it.
+    pub(crate) fn open(
+        sealer: &crate::seal::Sealer,
+        tenant: &str,
+        parts: Vec<(Receipt, super::StoredBlobs)>,
+        limit: u32,
+    ) -> Result<ListPage, StoreError> {
+        let mut receipts = Vec::with_capacity(parts.len());
+        for (mut receipt, blobs) in parts {
+            if let Err(reason) = blobs.open_into(sealer, tenant, &mut receipt) {
+                tracing::error!(
+                    namespace = %receipt.id.namespace,
+                    key = %receipt.id.key,
+                    %reason,
+                    "List: a receipt's sealed data does not open"
+                );
+                return Err(reason);
+            }
+            receipts.push(receipt);
+        }
+        Ok(ListPage::from_rows(receipts, limit))
+    }
+
     /// The page for `rows` fetched with `LIMIT limit + 1`: the extra row only says that
     /// there is a next page.
     pub fn from_rows(mut rows: Vec<Receipt>, limit: u32) -> ListPage {
@@ -70,19 +96,6 @@ impl ListPage {
             receipts: rows,
             next,
         }
-    }
-}
-
-/// Logs which receipt failed a List page with `error` when its sealed data does not open
-/// (the answer is DATA_LOSS with a fixed message), so an operator can find it.
-pub(crate) fn log_unreadable(error: &StoreError, namespace: &str, key: &str) {
-    if let StoreError::Sealed(reason) = error {
-        tracing::error!(
-            namespace,
-            key,
-            %reason,
-            "List: a receipt's sealed data does not open"
-        );
     }
 }
 

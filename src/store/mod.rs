@@ -13,8 +13,8 @@ mod sealed;
 pub mod sqlite;
 
 pub use clock::Clock;
+pub(crate) use dead_letters::same_sealed_fields;
 pub use dead_letters::{ListCursor, ListPage, ListQuery};
-pub(crate) use dead_letters::{log_unreadable, same_sealed_fields};
 pub use orphans::{OrphanCounts, OrphanCursor, OrphanPage, OrphanQuery};
 pub(crate) use orphans::{OrphanRows, list_orphans};
 pub use prune::{JanitorLock, PruneScope, PruneStep};

@@ -2,11 +2,11 @@
 //! (namespace, key) order; Redrive locks the row, applies `domain::redrive` and writes back
 //! the columns it changes (never a sealed one, so those stay exactly as stored).
 
-use super::row::columns;
+use super::row::{ReceiptRow, columns};
 use super::{LOCK, PgStore, interpret};
 use crate::domain::{Receipt, ReceiptKey, Timestamp, redrive};
-use crate::store::{ListPage, ListQuery, StoreError, log_unreadable, same_sealed_fields};
-use sqlx::Row;
+use crate::store::{ListPage, ListQuery, StoreError, same_sealed_fields};
+use sqlx::{FromRow, Row};
 
 /// The cursor is always bound: the first page starts after ('', ''), which comes before every
 /// row since namespaces and keys are never empty. So the cursor is always an index condition,
@@ -46,16 +46,11 @@ impl PgStore {
             .fetch_all(&self.pool)
             .await
             .map_err(interpret)?;
-        let receipts = rows
+        let parts = rows
             .iter()
-            .map(|row| {
-                self.decode(tenant, row).inspect_err(|e| {
-                    let column = |c| row.try_get::<&str, _>(c).unwrap_or_default();
-                    log_unreadable(e, column("namespace"), column("key"));
-                })
-            })
-            .collect::<Result<Vec<Receipt>, StoreError>>()?;
-        Ok(ListPage::from_rows(receipts, query.limit))
+            .map(|row| ReceiptRow::from_row(row).map_err(interpret)?.into_parts())
+            .collect::<Result<_, StoreError>>()?;
+        ListPage::open(&self.seal, tenant, parts, query.limit)
     }
 
     /// Redrives the tenant's receipt `id` under a row lock.

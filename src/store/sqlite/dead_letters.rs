@@ -3,11 +3,11 @@
 //! transaction on the writer, applies `domain::redrive` and writes back the columns it
 //! changes (never a sealed one, so those stay exactly as stored).
 
-use super::row::{columns, micros};
-use super::{SqliteStore, decode, fetch, interpret};
+use super::row::{ReceiptRow, columns, micros};
+use super::{SqliteStore, fetch, interpret};
 use crate::domain::{Receipt, ReceiptKey, redrive};
-use crate::store::{ListPage, ListQuery, StoreError, log_unreadable, same_sealed_fields};
-use sqlx::Row;
+use crate::store::{ListPage, ListQuery, StoreError, same_sealed_fields};
+use sqlx::FromRow;
 
 /// The List query over `$from`. The states are four slots, unused ones NULL (which matches
 /// nothing). The first page starts after ('', ''), which comes before every row: namespaces
@@ -70,16 +70,11 @@ impl SqliteStore {
             .fetch_all(&self.reader)
             .await
             .map_err(interpret)?;
-        let receipts = rows
+        let parts = rows
             .iter()
-            .map(|row| {
-                decode(&self.seal, tenant, row).inspect_err(|e| {
-                    let column = |c| row.try_get::<&str, _>(c).unwrap_or_default();
-                    log_unreadable(e, column("namespace"), column("key"));
-                })
-            })
-            .collect::<Result<Vec<Receipt>, StoreError>>()?;
-        Ok(ListPage::from_rows(receipts, query.limit))
+            .map(|row| ReceiptRow::from_row(row).map_err(interpret)?.into_parts())
+            .collect::<Result<_, StoreError>>()?;
+        ListPage::open(&self.seal, tenant, parts, query.limit)
     }
 
     /// Redrives the tenant's receipt `id` on the writer.

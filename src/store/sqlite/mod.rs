@@ -17,7 +17,7 @@ mod row;
 
 pub use lock::FileLock;
 
-use self::row::{decode, fetch, upsert};
+use self::row::{fetch, upsert};
 use super::{
     ListPage, ListQuery, OrphanPage, OrphanQuery, ResealBatch, ResealCursor, Store, StoreError,
     StoreOptions,

@@ -54,7 +54,7 @@ pub(super) async fn fetch(
 }
 
 /// A `receipts` row as a receipt of `tenant`, its sealed fields opened.
-pub(super) fn decode(
+fn decode(
     seal: &Sealer,
     tenant: &str,
     row: &sqlx::sqlite::SqliteRow,
