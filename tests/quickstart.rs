@@ -20,9 +20,7 @@ use tonic_reflection::pb::v1alpha::{
     ServerReflectionRequest, server_reflection_response::MessageResponse,
 };
 
-/// Words in a comment that promise what the next call prints.
-const PROMISES: [&str; 3] = ["DECISION_", "STATE_", "SERVING"];
-const SECTION: &str = "## Try it with grpcurl";
+const SECTION: &str = "Try it with grpcurl";
 const ADDRESS: &str = "localhost:50051";
 const CLAIM: &str = "claimd.v1.ClaimService/Claim";
 const COMPLETE: &str = "claimd.v1.ClaimService/Complete";
@@ -46,37 +44,13 @@ struct Call {
 }
 
 fn readme_calls() -> Vec<Call> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
-    let readme = std::fs::read_to_string(path).expect("README.md is readable");
-    let lines: Vec<&str> = readme.lines().chain(["```"]).collect();
-    let at = |i: usize, e: &str| -> ! { panic!("README.md line {}: {e}\n> {}", i + 1, lines[i]) };
-    let start = lines.iter().position(|l| l.trim_end() == SECTION);
-    let start = start.unwrap_or_else(|| panic!("README.md has no `{SECTION}` section"));
-    let fence = (start + 1..lines.len()).find(|&i| lines[i].starts_with("```"));
-    let fence = fence.unwrap_or_else(|| at(start, "no code block follows"));
-    if lines[fence].trim_end() != "```sh"
-        || lines[start + 1..fence].iter().any(|l| l.starts_with("## "))
-    {
-        at(fence, "expected the section's ```sh grpcurl block");
-    }
-    let (mut calls, mut promises, mut i) = (Vec::new(), Vec::new(), fence + 1);
-    while !lines[i].starts_with("```") {
-        let (first, mut text) = (i, String::new());
-        while let Some(continued) = lines[i].strip_suffix('\\') {
-            (text, i) = (text + continued, i + 1);
-        }
-        (text, i) = (text + lines[i], i + 1);
-        if let Some(comment) = text.trim().strip_prefix('#') {
-            let words = comment.split(|c: char| !c.is_ascii_alphanumeric() && c != '_');
-            let promised = words.filter(|w| PROMISES.iter().any(|p| w.starts_with(p)));
-            promises.extend(promised.map(String::from));
-        } else if !text.trim().is_empty() {
-            let mut call = parse_call(text.trim()).unwrap_or_else(|e| at(first, &e));
-            (call.line, call.promises) = (first + 1, std::mem::take(&mut promises));
-            calls.push(call);
-        }
-    }
-    calls
+    let commands = common::readme::section(SECTION).into_iter().map(|cmd| {
+        let mut call = parse_call(&cmd.text)
+            .unwrap_or_else(|e| panic!("README.md line {}: {e}\n> {}", cmd.line, cmd.text));
+        (call.line, call.promises) = (cmd.line, cmd.promises);
+        call
+    });
+    commands.collect()
 }
 
 fn parse_call(text: &str) -> Result<Call, String> {

@@ -12,6 +12,7 @@ pub mod pg;
 pub mod probe;
 pub mod process;
 pub mod raw;
+pub mod readme;
 pub mod scrape;
 
 /// Runs each listed `async fn name(backend: Backend)` twice, as `postgres::name` and

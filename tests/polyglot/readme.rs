@@ -6,72 +6,20 @@
 //! grpcurl commands must get a scenario here, so the README cannot drift from the service.
 
 use crate::common::certs::Pki;
+use crate::common::readme::{self, Command as Cmd};
 use crate::tools;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
 const ADDRESS: &str = "localhost:50051";
-/// Words in a comment that promise what the next command prints.
-const PROMISES: [&str; 3] = ["DECISION_", "STATE_", "SERVING"];
 /// Separates the output of one command from the next.
 const MARK: &str = "@@claimd-readme@@";
 
-/// One grpcurl command of the README with what its comment promises.
-#[derive(Debug, Clone)]
-struct Cmd {
-    line: usize,
-    text: String,
-    promises: Vec<String>,
-}
-
-/// The grpcurl commands of every ```sh block, by the `## ` section they are in.
-fn readme_commands() -> Vec<(String, Cmd)> {
-    let readme = std::fs::read_to_string(tools::repo().join("README.md")).expect("README.md");
-    let lines: Vec<&str> = readme.lines().collect();
-    let (mut section, mut in_sh, mut promises) = (String::new(), false, Vec::new());
-    let (mut out, mut i) = (Vec::new(), 0);
-    while i < lines.len() {
-        let (first, mut text) = (i, String::new());
-        if let Some(heading) = lines[i].strip_prefix("## ") {
-            section = heading.trim().to_owned();
-        } else if lines[i].starts_with("```") {
-            in_sh = lines[i].trim_end() == "```sh" && !in_sh;
-            promises.clear();
-        } else if in_sh {
-            while let Some(continued) = lines[i].strip_suffix('\\') {
-                (text, i) = (text + continued, i + 1);
-            }
-            text.push_str(lines[i]);
-        }
-        i += 1;
-        let text = text.trim();
-        if let Some(comment) = text.strip_prefix('#') {
-            let words = comment.split(|c: char| !c.is_ascii_alphanumeric() && c != '_');
-            let promised = words.filter(|w| PROMISES.iter().any(|p| w.starts_with(p)));
-            promises.extend(promised.map(String::from));
-        } else if text.contains("grpcurl ") {
-            let promises = std::mem::take(&mut promises);
-            let (line, text) = (first + 1, text.to_owned());
-            out.push((
-                section.clone(),
-                Cmd {
-                    line,
-                    text,
-                    promises,
-                },
-            ));
-        }
-    }
-    out
-}
-
+/// The grpcurl commands of the README section `name`.
 fn section(name: &str) -> Vec<Cmd> {
-    let cmds: Vec<Cmd> = readme_commands()
-        .into_iter()
-        .filter(|(s, _)| s == name)
-        .map(|(_, c)| c)
-        .collect();
+    let cmds = readme::section(name).into_iter();
+    let cmds: Vec<Cmd> = cmds.filter(|c| c.text.contains("grpcurl ")).collect();
     assert!(
         !cmds.is_empty(),
         "README section `{name}` has no grpcurl command"
@@ -150,7 +98,9 @@ fn run_in_bash(cmds: &[Cmd], port: u16, dir: &Path, env: &[(&str, &str)]) {
 
 #[test]
 fn every_readme_section_with_grpcurl_commands_is_run_here() {
-    let sections: BTreeSet<String> = readme_commands().into_iter().map(|(s, _)| s).collect();
+    let grpcurl = readme::commands().into_iter();
+    let grpcurl = grpcurl.filter(|c| c.text.contains("grpcurl "));
+    let sections: BTreeSet<String> = grpcurl.map(|c| c.section).collect();
     let covered = BTreeSet::from(["Try it with grpcurl", "Dead letters", "TLS"].map(String::from));
     assert_eq!(
         sections, covered,
