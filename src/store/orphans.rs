@@ -5,9 +5,9 @@
 //! key that is not configured (or stored in plaintext that is no longer accepted) is only
 //! skipped and logged, so it is listed again once the configuration is put right.
 
-use super::{StoreError, StoredBlobs};
+use super::{StoreError, StoredBlobs, UNREADABLE};
 use crate::domain::{Receipt, Timestamp};
-use crate::seal::Sealer;
+use crate::seal::{Binding, Field, Sealer};
 use chrono::TimeDelta;
 
 /// Where a page of orphans starts (exclusive): the sort key of the last orphan returned.
@@ -91,14 +91,15 @@ pub(crate) trait OrphanRows: Sync {
         limit: usize,
     ) -> Result<Vec<(Receipt, StoredBlobs)>, StoreError>;
 
-    /// Quarantines `receipt` (read with `blobs`) with a sealed [`super::UNREADABLE`] error,
-    /// only if the row is unchanged since it was read, leaving its other sealed fields as
-    /// they are (a key added back later still opens them).
+    /// Quarantines `receipt` (read with `blobs`) with `error` (the sealed
+    /// [`super::UNREADABLE`] text) as its last error, only if the row is unchanged since it
+    /// was read, leaving its other sealed fields as they are.
     async fn quarantine_unreadable(
         &self,
         tenant: &str,
         receipt: &Receipt,
         blobs: &StoredBlobs,
+        error: &[u8],
     ) -> Result<(), StoreError>;
 }
 
@@ -138,8 +139,16 @@ pub(crate) async fn list_orphans<S: OrphanRows>(
                         %reason,
                         "quarantining an orphan whose sealed data does not open"
                     );
+                    let at = Binding {
+                        tenant,
+                        namespace: &receipt.id.namespace,
+                        key: &receipt.id.key,
+                    };
+                    let error = store
+                        .sealer()
+                        .seal(at, Field::LastError, UNREADABLE.as_bytes());
                     store
-                        .quarantine_unreadable(tenant, &receipt, &blobs)
+                        .quarantine_unreadable(tenant, &receipt, &blobs, &error)
                         .await?;
                 }
                 Err(other) => return Err(other),

@@ -4,10 +4,9 @@
 use super::row::{ReceiptRow, columns};
 use super::{PgStore, interpret, micros};
 use crate::domain::Receipt;
-use crate::seal::{Binding, Field, Sealer};
+use crate::seal::Sealer;
 use crate::store::{
     OrphanCounts, OrphanCursor, OrphanQuery, OrphanRows, PoolStats, StoreError, StoredBlobs,
-    UNREADABLE,
 };
 use sqlx::{FromRow, Row};
 
@@ -99,18 +98,13 @@ impl OrphanRows for PgStore {
         tenant: &str,
         receipt: &Receipt,
         blobs: &StoredBlobs,
+        error: &[u8],
     ) -> Result<(), StoreError> {
-        let at = Binding {
-            tenant,
-            namespace: &receipt.id.namespace,
-            key: &receipt.id.key,
-        };
-        let error = self.seal.seal(at, Field::LastError, UNREADABLE.as_bytes());
         sqlx::query(QUARANTINE)
             .bind(tenant)
             .bind(&receipt.id.namespace)
             .bind(&receipt.id.key)
-            .bind(&error)
+            .bind(error)
             .bind(self.clock.frozen())
             .bind(self.offset())
             .bind(receipt.state.as_str())

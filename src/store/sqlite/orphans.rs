@@ -4,10 +4,9 @@
 use super::row::{ReceiptRow, columns, micros};
 use super::{SqliteStore, interpret};
 use crate::domain::Receipt;
-use crate::seal::{Binding, Field, Sealer};
+use crate::seal::Sealer;
 use crate::store::{
     OrphanCounts, OrphanCursor, OrphanQuery, OrphanRows, PoolStats, StoreError, StoredBlobs,
-    UNREADABLE,
 };
 use sqlx::{FromRow, Row};
 
@@ -97,18 +96,13 @@ impl OrphanRows for SqliteStore {
         tenant: &str,
         receipt: &Receipt,
         blobs: &StoredBlobs,
+        error: &[u8],
     ) -> Result<(), StoreError> {
-        let at = Binding {
-            tenant,
-            namespace: &receipt.id.namespace,
-            key: &receipt.id.key,
-        };
-        let error = self.seal.seal(at, Field::LastError, UNREADABLE.as_bytes());
         sqlx::query(QUARANTINE)
             .bind(tenant)
             .bind(&receipt.id.namespace)
             .bind(&receipt.id.key)
-            .bind(&error)
+            .bind(error)
             .bind(micros(self.clock.now()))
             .bind(receipt.state.as_str())
             .bind(i64::from(receipt.attempt))
