@@ -1,13 +1,18 @@
-//! The storage boundary: the [`Store`] trait and its implementations. All SQL lives below
-//! this module; every database error goes through one interpreting function per driver and
-//! comes out as a [`StoreError`].
+//! The storage boundary. Callers see role traits ([`Claims`], [`DeadLetters`],
+//! [`Retention`], [`Reseal`], [`Gauges`], [`Lifecycle`], [`keys::KeyStore`]) and [`Store`],
+//! all of them at once. What is composed of row operations is written once (`receipts`) over
+//! a [`driver::Driver`]; the two drivers, [`postgres`] and [`sqlite`], only run statements. All SQL
+//! lives below this module; every database error goes through its driver's one
+//! interpreting function and comes out as a [`StoreError`].
 
 mod clock;
 mod dead_letters;
+pub mod driver;
 pub mod keys;
 mod orphans;
 pub mod postgres;
 mod prune;
+mod receipts;
 mod row;
 mod sealed;
 pub mod sqlite;
@@ -16,12 +21,12 @@ pub use clock::Clock;
 pub(crate) use dead_letters::same_sealed_fields;
 pub use dead_letters::{ListCursor, ListPage, ListQuery};
 pub use orphans::{OrphanCounts, OrphanCursor, OrphanPage, OrphanQuery};
-pub(crate) use orphans::{OrphanRows, list_orphans};
 pub use prune::{JanitorLock, PruneScope, PruneStep};
 pub use sealed::{ResealBatch, ResealCursor, StoredBlobs, UNREADABLE, reseal_all};
 
 use crate::domain::{Action, ActionError, ClaimInput, ClaimOutcome, Policy, Receipt, ReceiptKey};
 use async_trait::async_trait;
+use keys::KeyStore;
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -81,11 +86,12 @@ impl PoolStats {
     }
 }
 
-/// The durable home of receipts. Every method is scoped by the tenant from the credentials,
-/// and every time comparison uses the database's clock (shifted by the store's [`Clock`]).
+/// Claim and the holder's calls: the hot path. Every method is scoped by the tenant from
+/// the credentials, and every time comparison uses the store's clock (the database's,
+/// shifted by [`Clock`]).
 #[async_trait]
-pub trait Store: keys::KeyStore + Send + Sync + 'static {
-    /// Decides a Claim (DESIGN §2) in one round trip; a duplicate writes nothing.
+pub trait Claims: Send + Sync {
+    /// Decides a Claim (`docs/DESIGN.md` §2) in one round trip; a duplicate writes nothing.
     async fn claim(
         &self,
         tenant: &str,
@@ -112,7 +118,11 @@ pub trait Store: keys::KeyStore + Send + Sync + 'static {
         tenant: &str,
         query: &OrphanQuery,
     ) -> Result<OrphanPage, StoreError>;
+}
 
+/// The dead-letter admin calls.
+#[async_trait]
+pub trait DeadLetters: Send + Sync {
     /// One page of the tenant's receipts in (namespace, key) order, filtered by namespace and
     /// state (the dead letters: QUARANTINED). A row whose sealed fields do not open fails
     /// the page as every read does (`Sealed`).
@@ -121,36 +131,19 @@ pub trait Store: keys::KeyStore + Send + Sync + 'static {
     /// Redrives a QUARANTINED receipt (`domain::redrive`): RETRY_WAIT, due now, a fresh
     /// attempt budget, no token. `Refused(WrongState)` for any other state.
     async fn redrive(&self, tenant: &str, id: &ReceiptKey) -> Result<Receipt, StoreError>;
+}
 
-    /// Orphans of every tenant by reason, due now: the `claimd_orphans` gauge. Counted
-    /// over the due-time index, which holds only unfinished receipts.
-    async fn count_orphans(&self) -> Result<OrphanCounts, StoreError>;
-
-    /// The connection pool right now: the `claimd_db_pool_connections` gauge.
-    fn pool_stats(&self) -> PoolStats;
-
-    /// Succeeds while the database answers.
-    async fn ping(&self) -> Result<(), StoreError>;
-
-    /// Applies the embedded migrations.
-    async fn migrate(&self) -> Result<(), StoreError>;
-
-    /// `claimd reseal`: seals the sealed columns of up to `limit` rows after `after` (in
-    /// primary-key order) again under the current key, skipping rows already under it.
-    async fn reseal_batch(
-        &self,
-        after: Option<&ResealCursor>,
-        limit: u32,
-    ) -> Result<ResealBatch, StoreError>;
-
-    /// The janitor: every namespace (of any tenant) that holds COMPLETED or QUARANTINED
-    /// receipts, in bytewise order.
+/// What the janitor asks of a store.
+#[async_trait]
+pub trait Retention: Send + Sync {
+    /// Every namespace (of any tenant) that holds COMPLETED or QUARANTINED receipts, in
+    /// bytewise order.
     async fn terminal_namespaces(&self) -> Result<Vec<String>, StoreError>;
 
-    /// The janitor: one statement, its own short transaction, that deletes (or strips the
-    /// response of) at most `batch` receipts of `scope`'s namespace past their retention on
-    /// the database clock; returns how many. Never touches PROCESSING or RETRY_WAIT, and
-    /// skips rows another transaction holds (they are pruned by a later pass).
+    /// One statement, its own short transaction, that deletes (or strips the response of)
+    /// at most `batch` receipts of `scope`'s namespace past their retention on the store's
+    /// clock; returns how many. Never touches PROCESSING or RETRY_WAIT, and skips rows
+    /// another transaction holds (they are pruned by a later pass).
     async fn prune(
         &self,
         scope: &PruneScope,
@@ -162,13 +155,58 @@ pub trait Store: keys::KeyStore + Send + Sync + 'static {
     async fn try_lock_janitor(&self) -> Result<Option<JanitorLock>, StoreError>;
 }
 
+/// `claimd reseal`.
+#[async_trait]
+pub trait Reseal: Send + Sync {
+    /// Seals the sealed columns of up to `limit` rows after `after` (in primary-key order)
+    /// again under the current key, in one transaction, skipping rows already under it.
+    async fn reseal_batch(
+        &self,
+        after: Option<&ResealCursor>,
+        limit: u32,
+    ) -> Result<ResealBatch, StoreError>;
+}
+
+/// What the metrics gauges read.
+#[async_trait]
+pub trait Gauges: Send + Sync {
+    /// Orphans of every tenant by reason, due now: the `claimd_orphans` gauge. Counted
+    /// over the due-time index, which holds only unfinished receipts.
+    async fn count_orphans(&self) -> Result<OrphanCounts, StoreError>;
+
+    /// The connection pool right now: the `claimd_db_pool_connections` gauge.
+    fn pool_stats(&self) -> PoolStats;
+}
+
+/// The database itself: is it there, is its schema current.
+#[async_trait]
+pub trait Lifecycle: Send + Sync {
+    /// Succeeds while the database answers.
+    async fn ping(&self) -> Result<(), StoreError>;
+
+    /// Applies the embedded migrations.
+    async fn migrate(&self) -> Result<(), StoreError>;
+}
+
+/// The durable home of receipts: every role at once, as `Arc<dyn Store>`. Each part of
+/// claimd asks for the role it uses.
+pub trait Store:
+    Claims + DeadLetters + Retention + Reseal + Gauges + Lifecycle + KeyStore + 'static
+{
+}
+
+impl<T> Store for T where
+    T: Claims + DeadLetters + Retention + Reseal + Gauges + Lifecycle + KeyStore + 'static
+{
+}
+
 /// Opens the store a database URL names: `postgres://…` (or `postgresql://…`) or
 /// `sqlite://…`. The URL never appears in an error, since it may hold a password.
 pub async fn open(url: &str, options: &StoreOptions) -> Result<Arc<dyn Store>, StoreError> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        Ok(Arc::new(postgres::PgStore::connect(url, options).await?))
+        Ok(Arc::new(postgres::PgDriver::connect(url, options).await?))
     } else if url.starts_with("sqlite:") {
-        Ok(Arc::new(sqlite::SqliteStore::open(url, options).await?))
+        Ok(Arc::new(sqlite::SqliteDriver::open(url, options).await?))
     } else {
         Err(StoreError::UnsupportedUrl)
     }

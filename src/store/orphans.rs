@@ -1,13 +1,14 @@
-//! ListOrphaned for both stores: the query and page types, and the paging loop. A store
-//! supplies one fetch and one quarantine ([`OrphanRows`]); [`list_orphans`] opens each
+//! ListOrphaned for both stores: the query and page types, and the paging loop. A driver
+//! supplies one fetch and one quarantine; [`list_orphans`] opens each
 //! listed row and keeps fetching until the page is full. A row whose sealed fields are
 //! damaged or forged is quarantined in place (so it blocks nobody); a row sealed under a
 //! key that is not configured (or stored in plaintext that is no longer accepted) is only
 //! skipped and logged, so it is listed again once the configuration is put right.
 
-use super::{StoreError, StoredBlobs, UNREADABLE};
+use super::driver::Driver;
+use super::{StoreError, UNREADABLE};
 use crate::domain::{Receipt, Timestamp};
-use crate::seal::{Binding, Field, Sealer};
+use crate::seal::{Binding, Field};
 use chrono::TimeDelta;
 
 /// Where a page of orphans starts (exclusive): the sort key of the last orphan returned.
@@ -75,37 +76,9 @@ pub struct OrphanCounts {
     pub retry_due: u64,
 }
 
-/// What a store supplies for [`list_orphans`].
-pub(crate) trait OrphanRows: Sync {
-    /// The sealer that opens the rows.
-    fn sealer(&self) -> &Sealer;
-
-    /// Up to `limit` of `tenant`'s receipts due by the query (its namespace, `overdue_by`),
-    /// after `after`, in (due_at, namespace, key) order: each without its sealed fields,
-    /// and those fields as stored.
-    async fn fetch_orphans(
-        &self,
-        tenant: &str,
-        query: &OrphanQuery,
-        after: Option<&OrphanCursor>,
-        limit: usize,
-    ) -> Result<Vec<(Receipt, StoredBlobs)>, StoreError>;
-
-    /// Quarantines `receipt` (read with `blobs`) with `error` (the sealed
-    /// [`super::UNREADABLE`] text) as its last error, only if the row is unchanged since it
-    /// was read, leaving its other sealed fields as they are.
-    async fn quarantine_unreadable(
-        &self,
-        tenant: &str,
-        receipt: &Receipt,
-        blobs: &StoredBlobs,
-        error: &[u8],
-    ) -> Result<(), StoreError>;
-}
-
 /// One page of `tenant`'s orphans, quarantining those that do not open.
-pub(crate) async fn list_orphans<S: OrphanRows>(
-    store: &S,
+pub(crate) async fn list_orphans<D: Driver>(
+    driver: &D,
     tenant: &str,
     query: &OrphanQuery,
 ) -> Result<OrphanPage, StoreError> {
@@ -113,8 +86,8 @@ pub(crate) async fn list_orphans<S: OrphanRows>(
     let mut after = query.after.clone();
     loop {
         let wanted = query.limit as usize + 1 - listed.len();
-        let rows = store
-            .fetch_orphans(tenant, query, after.as_ref(), wanted)
+        let rows = driver
+            .orphan_rows(tenant, query, after.as_ref(), wanted)
             .await?;
         let fetched = rows.len();
         for (mut receipt, blobs) in rows {
@@ -123,7 +96,7 @@ pub(crate) async fn list_orphans<S: OrphanRows>(
                 namespace: receipt.id.namespace.clone(),
                 key: receipt.id.key.clone(),
             });
-            match blobs.open_into(store.sealer(), tenant, &mut receipt) {
+            match blobs.open_into(driver.sealer(), tenant, &mut receipt) {
                 Ok(()) => listed.push(receipt),
                 Err(StoreError::Sealed(reason)) if reason.is_configuration() => {
                     tracing::error!(
@@ -144,10 +117,10 @@ pub(crate) async fn list_orphans<S: OrphanRows>(
                         namespace: &receipt.id.namespace,
                         key: &receipt.id.key,
                     };
-                    let error = store
+                    let error = driver
                         .sealer()
                         .seal(at, Field::LastError, UNREADABLE.as_bytes());
-                    store
+                    driver
                         .quarantine_unreadable(tenant, &receipt, &blobs, &error)
                         .await?;
                 }

@@ -36,18 +36,25 @@ impl PruneStep {
     }
 }
 
-/// Held while one janitor pass runs. On PostgreSQL it is a dedicated session holding the
-/// advisory lock [`super::postgres::JANITOR_LOCK_KEY`]; [`JanitorLock::release`] unlocks
-/// it, and dropping the guard closes the session, which releases the lock too. The
-/// embedded store has one process, so its guard holds nothing.
+/// A lock a driver holds for the janitor; [`HeldLock::release`] gives it back.
+#[async_trait::async_trait]
+pub trait HeldLock: Send {
+    /// Releases the lock.
+    async fn release(self: Box<Self>) -> Result<(), StoreError>;
+}
+
+/// Held while one janitor pass runs. On PostgreSQL it is a dedicated session holding an
+/// advisory lock; [`JanitorLock::release`] unlocks it, and dropping the guard closes the
+/// session, which releases the lock too. The embedded store has one process, so its guard
+/// holds nothing.
 pub struct JanitorLock {
-    session: Option<sqlx::PgConnection>,
+    held: Option<Box<dyn HeldLock>>,
 }
 
 impl std::fmt::Debug for JanitorLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kind = match self.session {
-            Some(_) => "advisory",
+        let kind = match self.held {
+            Some(_) => "held",
             None => "in-process",
         };
         f.debug_struct("JanitorLock").field("kind", &kind).finish()
@@ -57,20 +64,18 @@ impl std::fmt::Debug for JanitorLock {
 impl JanitorLock {
     /// The guard of a store that one process owns.
     pub(crate) fn in_process() -> JanitorLock {
-        JanitorLock { session: None }
+        JanitorLock { held: None }
     }
 
-    /// The guard of a PostgreSQL session that holds the advisory lock.
-    pub(crate) fn session(session: sqlx::PgConnection) -> JanitorLock {
-        JanitorLock {
-            session: Some(session),
-        }
+    /// The guard of a lock a driver holds.
+    pub(crate) fn held(lock: Box<dyn HeldLock>) -> JanitorLock {
+        JanitorLock { held: Some(lock) }
     }
 
-    /// Releases the lock (and closes its session).
+    /// Releases the lock.
     pub async fn release(self) -> Result<(), StoreError> {
-        match self.session {
-            Some(session) => super::postgres::unlock_janitor(session).await,
+        match self.held {
+            Some(lock) => lock.release().await,
             None => Ok(()),
         }
     }

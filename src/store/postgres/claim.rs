@@ -4,7 +4,7 @@
 //! statement without a consistent answer; it detects that case and runs again with a new
 //! snapshot (the only time a Claim takes a second round trip).
 
-use super::{PgStore, interpret, micros};
+use super::{PgDriver, clock, interpret, micros};
 use crate::domain::{
     ClaimInput, ClaimOutcome, Decision, Policy, State, Timestamp, Write, decide_claim,
 };
@@ -15,8 +15,11 @@ use sqlx::Row;
 /// How often a Claim runs again after losing a race to a concurrent commit.
 const MAX_RACES: usize = 16;
 
-const CLAIM: &str = "
-WITH c AS (SELECT COALESCE($11::timestamptz, now()) + $4::bigint * interval '1 microsecond' AS now),
+const CLAIM: &str = concat!(
+    "
+WITH c AS (SELECT ",
+    clock!("$11", "$4"),
+    " AS now),
 cur AS (
     SELECT r.* FROM receipts r WHERE r.tenant_id = $1 AND r.namespace = $2 AND r.key = $3
 ),
@@ -49,11 +52,12 @@ upd AS (
 )
 SELECT 'ins' AS src, c.now AS db_now, ins.* FROM ins, c
 UNION ALL SELECT 'upd', c.now, upd.* FROM upd, c
-UNION ALL SELECT 'cur', c.now, cur.* FROM cur, c WHERE NOT EXISTS (SELECT 1 FROM upd)";
+UNION ALL SELECT 'cur', c.now, cur.* FROM cur, c WHERE NOT EXISTS (SELECT 1 FROM upd)"
+);
 
-impl PgStore {
+impl PgDriver {
     /// Claim as one statement, run again only after losing a race to a concurrent commit.
-    pub(super) async fn claim_receipt(
+    pub(super) async fn claim(
         &self,
         tenant: &str,
         input: &ClaimInput,
@@ -82,7 +86,7 @@ impl PgStore {
                 .bind(&payload)
                 .bind(i64::from(policy.max_attempts))
                 .bind(&exceeded)
-                .bind(self.clock.frozen())
+                .bind(self.frozen())
                 .fetch_optional(&self.pool)
                 .await
                 .map_err(interpret)?;
@@ -90,7 +94,8 @@ impl PgStore {
             let Some(row) = row else { continue };
             let src: String = row.try_get("src").map_err(interpret)?;
             let now: Timestamp = row.try_get("db_now").map_err(interpret)?;
-            let receipt = self.decode(tenant, &row)?;
+            let (mut receipt, blobs) = super::rows::row(&row)?;
+            blobs.open_into(&self.seal, tenant, &mut receipt)?;
             let outcome = match src.as_str() {
                 "ins" => ClaimOutcome {
                     decision: Decision::Claimed,

@@ -1,6 +1,6 @@
 //! API keys in PostgreSQL.
 
-use super::{PgStore, interpret};
+use super::{PgDriver, interpret};
 use crate::domain::Timestamp;
 use crate::store::StoreError;
 use crate::store::keys::{ApiKey, KeyStore, NewApiKey, join_namespaces, split_namespaces};
@@ -35,7 +35,7 @@ impl From<KeyRow> for ApiKey {
 }
 
 #[async_trait]
-impl KeyStore for PgStore {
+impl KeyStore for PgDriver {
     async fn create_key(&self, key: &NewApiKey) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO api_keys (id, tenant_id, secret_hash, label, namespaces)

@@ -6,8 +6,10 @@
 //! query is. One replica prunes at a time: the pass holds a session-level advisory lock on
 //! a dedicated connection, outside the pool, so the lock cannot leak into a pooled session.
 
-use super::{PgStore, interpret, micros};
-use crate::store::{JanitorLock, PruneScope, PruneStep, StoreError};
+use super::{PgDriver, clock, interpret, micros};
+use crate::store::prune::HeldLock;
+use crate::store::{JanitorLock, PruneScope, PruneStep, Retention, StoreError};
+use async_trait::async_trait;
 use sqlx::{Connection, PgConnection};
 
 /// The advisory lock key of the janitor (`pg_try_advisory_lock`): "claimdJ" and 1.
@@ -25,35 +27,42 @@ const NAMESPACES: &str = "WITH RECURSIVE ns(namespace) AS (
 )
 SELECT namespace FROM ns WHERE namespace IS NOT NULL";
 
-const DELETE: &str = "DELETE FROM receipts WHERE (tenant_id, namespace, key) IN (
+const DELETE: &str = concat!(
+    "DELETE FROM receipts WHERE (tenant_id, namespace, key) IN (
     SELECT tenant_id, namespace, key FROM receipts
-    WHERE namespace = $1
-      AND terminal_at < COALESCE($4::timestamptz, now()) + $3::bigint * interval '1 microsecond'
+    WHERE namespace = $1 AND terminal_at < ",
+    clock!("$4", "$3"),
+    "
     ORDER BY terminal_at
     LIMIT $2
-    FOR UPDATE SKIP LOCKED)";
+    FOR UPDATE SKIP LOCKED)"
+);
 
-const STRIP: &str = "UPDATE receipts SET response = NULL,
-    response_pruned_at = COALESCE($4::timestamptz, now()) + $5::bigint * interval '1 microsecond'
+const STRIP: &str = concat!(
+    "UPDATE receipts SET response = NULL, response_pruned_at = ",
+    clock!("$4", "$5"),
+    "
     WHERE (tenant_id, namespace, key) IN (
     SELECT tenant_id, namespace, key FROM receipts
     WHERE namespace = $1 AND state = 'completed' AND response IS NOT NULL
-      AND completed_at < COALESCE($4::timestamptz, now()) + $3::bigint * interval '1 microsecond'
+      AND completed_at < ",
+    clock!("$4", "$3"),
+    "
     ORDER BY completed_at
     LIMIT $2
-    FOR UPDATE SKIP LOCKED)";
+    FOR UPDATE SKIP LOCKED)"
+);
 
-impl PgStore {
-    /// Namespaces with terminal receipts.
-    pub(super) async fn terminal_namespaces_pg(&self) -> Result<Vec<String>, StoreError> {
+#[async_trait]
+impl Retention for PgDriver {
+    async fn terminal_namespaces(&self) -> Result<Vec<String>, StoreError> {
         sqlx::query_scalar(NAMESPACES)
             .fetch_all(&self.pool)
             .await
             .map_err(interpret)
     }
 
-    /// One prune statement.
-    pub(super) async fn prune_pg(
+    async fn prune(
         &self,
         scope: &PruneScope,
         step: PruneStep,
@@ -67,7 +76,7 @@ impl PgStore {
             .bind(&scope.namespace)
             .bind(i64::from(batch))
             .bind(self.offset().saturating_sub(micros(age)))
-            .bind(self.clock.frozen());
+            .bind(self.frozen());
         if matches!(step, PruneStep::StripResponse) {
             query = query.bind(self.offset()); // response_pruned_at = now
         }
@@ -76,7 +85,7 @@ impl PgStore {
     }
 
     /// The advisory lock on a new session, or `None` if another session holds it.
-    pub(super) async fn try_lock_janitor_pg(&self) -> Result<Option<JanitorLock>, StoreError> {
+    async fn try_lock_janitor(&self) -> Result<Option<JanitorLock>, StoreError> {
         let options = self.pool.connect_options();
         let mut session = PgConnection::connect_with(&options)
             .await
@@ -87,20 +96,27 @@ impl PgStore {
             .await
             .map_err(interpret)?;
         if locked {
-            return Ok(Some(JanitorLock::session(session)));
+            return Ok(Some(JanitorLock::held(Box::new(Session(session)))));
         }
         session.close().await.map_err(interpret)?;
         Ok(None)
     }
 }
 
-/// Unlocks and closes the janitor's session. Closing alone would release the lock; the
-/// explicit unlock makes it immediate even if the close is slow.
-pub(crate) async fn unlock_janitor(mut session: PgConnection) -> Result<(), StoreError> {
-    sqlx::query("SELECT pg_advisory_unlock($1)")
-        .bind(JANITOR_LOCK_KEY)
-        .execute(&mut session)
-        .await
-        .map_err(interpret)?;
-    session.close().await.map_err(interpret)
+/// The janitor's session, holding the advisory lock until released or dropped.
+struct Session(PgConnection);
+
+#[async_trait]
+impl HeldLock for Session {
+    /// Unlocks and closes the session. Closing alone would release the lock; the explicit
+    /// unlock makes it immediate even if the close is slow.
+    async fn release(self: Box<Self>) -> Result<(), StoreError> {
+        let mut session = self.0;
+        sqlx::query("SELECT pg_advisory_unlock($1)")
+            .bind(JANITOR_LOCK_KEY)
+            .execute(&mut session)
+            .await
+            .map_err(interpret)?;
+        session.close().await.map_err(interpret)
+    }
 }

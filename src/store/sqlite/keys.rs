@@ -1,6 +1,6 @@
 //! API keys in the embedded SQLite database.
 
-use super::{SqliteStore, interpret};
+use super::{SqliteDriver, interpret};
 use crate::store::StoreError;
 use crate::store::keys::{ApiKey, KeyStore, NewApiKey, join_namespaces, split_namespaces};
 use async_trait::async_trait;
@@ -41,7 +41,7 @@ impl TryFrom<KeyRow> for ApiKey {
 }
 
 #[async_trait]
-impl KeyStore for SqliteStore {
+impl KeyStore for SqliteDriver {
     async fn create_key(&self, key: &NewApiKey) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO api_keys (id, tenant_id, secret_hash, label, namespaces, created_at)

@@ -3,9 +3,9 @@
 //! its own), with ages measured on this process's clock shifted by the store's `Clock`.
 //! One process owns the file, so the janitor's lock holds nothing.
 
-use super::row::micros;
-use super::{SqliteStore, interpret};
-use crate::store::{JanitorLock, PruneScope, PruneStep, StoreError};
+use super::{SqliteDriver, interpret, micros};
+use crate::store::{JanitorLock, PruneScope, PruneStep, Retention, StoreError};
+use async_trait::async_trait;
 
 /// Loose index scan over `receipts_terminal_idx`: one index probe per namespace.
 const NAMESPACES: &str = "WITH RECURSIVE ns(namespace) AS (
@@ -32,17 +32,16 @@ const STRIP: &str = "UPDATE receipts SET response = NULL, response_pruned_at = ?
     ORDER BY completed_at
     LIMIT ?2)";
 
-impl SqliteStore {
-    /// Namespaces with terminal receipts.
-    pub(super) async fn terminal_namespaces_lite(&self) -> Result<Vec<String>, StoreError> {
+#[async_trait]
+impl Retention for SqliteDriver {
+    async fn terminal_namespaces(&self) -> Result<Vec<String>, StoreError> {
         sqlx::query_scalar(NAMESPACES)
             .fetch_all(&self.reader)
             .await
             .map_err(interpret)
     }
 
-    /// One prune statement.
-    pub(super) async fn prune_lite(
+    async fn prune(
         &self,
         scope: &PruneScope,
         step: PruneStep,
@@ -65,7 +64,7 @@ impl SqliteStore {
     }
 
     /// Always granted: one process owns the embedded database.
-    pub(super) async fn try_lock_janitor_lite(&self) -> Result<Option<JanitorLock>, StoreError> {
+    async fn try_lock_janitor(&self) -> Result<Option<JanitorLock>, StoreError> {
         Ok(Some(JanitorLock::in_process()))
     }
 }

@@ -1,0 +1,153 @@
+//! Paged reads in PostgreSQL: List (by namespace and state, in (namespace, key) order),
+//! ListOrphaned (due rows in (due_at, namespace, key) order) with the in-place quarantine of
+//! a row whose sealed fields do not open, and the gauges. The paging loops and opening the
+//! rows are `store::receipts`' and `store::orphans`'.
+
+use super::rows::row;
+use super::{PgDriver, clock, interpret, micros};
+use crate::domain::Receipt;
+use crate::store::driver::{Pages, Row};
+use crate::store::row::columns;
+use crate::store::{
+    Gauges, ListQuery, OrphanCounts, OrphanCursor, OrphanQuery, PoolStats, StoreError, StoredBlobs,
+};
+use async_trait::async_trait;
+
+/// The cursor is always bound: the first page starts after ('', ''), which comes before every
+/// row since namespaces and keys are never empty. So the cursor is always an index condition,
+/// in a custom plan and a generic one alike.
+const LIST: &str = concat!(
+    "SELECT ",
+    columns!(),
+    " FROM receipts
+    WHERE tenant_id = $1 AND state = ANY($2::text[])
+      AND ($3::text IS NULL OR namespace = $3)
+      AND (namespace, key) > ($4, $5::text)
+    ORDER BY namespace, key
+    LIMIT $6"
+);
+
+const ORPHANS: &str = concat!(
+    "SELECT ",
+    columns!(),
+    " FROM receipts
+    WHERE tenant_id = $1
+      AND due_at <= ",
+    clock!("$8", "$2"),
+    "
+      AND ($3::text IS NULL OR namespace = $3)
+      AND ($4::timestamptz IS NULL OR (due_at, namespace, key) > ($4, $5::text, $6::text))
+    ORDER BY due_at, namespace, key
+    LIMIT $7"
+);
+
+/// Quarantines the row only if nobody changed it since it was read.
+const QUARANTINE: &str = concat!(
+    "UPDATE receipts SET state = 'quarantined', last_error = $4,
+    claim_token = NULL, lease_expires_at = NULL, next_attempt_at = NULL,
+    updated_at = ",
+    clock!("$5", "$6"),
+    "
+    WHERE tenant_id = $1 AND namespace = $2 AND key = $3 AND state = $7 AND attempt = $8
+      AND claim_token IS NOT DISTINCT FROM $9
+      AND last_error IS NOT DISTINCT FROM $10 AND checkpoint IS NOT DISTINCT FROM $11
+      AND response IS NOT DISTINCT FROM $12 AND recovery_payload IS NOT DISTINCT FROM $13"
+);
+
+/// Orphans of every tenant by reason. `due_at <= …` implies the partial index's predicate
+/// (`due_at IS NOT NULL`), so only unfinished receipts are visited.
+const COUNT: &str = concat!(
+    "SELECT
+        count(*) FILTER (WHERE state = 'processing') AS lease_expired,
+        count(*) FILTER (WHERE state = 'retry_wait') AS retry_due
+    FROM receipts
+    WHERE due_at <= ",
+    clock!("$1", "$2")
+);
+
+#[async_trait]
+impl Pages for PgDriver {
+    async fn list_rows(&self, tenant: &str, query: &ListQuery) -> Result<Vec<Row>, StoreError> {
+        let after = query.after.as_ref();
+        let rows = sqlx::query(LIST)
+            .bind(tenant)
+            .bind(query.state_names())
+            .bind(&query.namespace)
+            .bind(after.map_or("", |c| c.namespace.as_str()))
+            .bind(after.map_or("", |c| c.key.as_str()))
+            .bind(i64::from(query.limit) + 1)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(interpret)?;
+        rows.iter().map(row).collect()
+    }
+
+    async fn orphan_rows(
+        &self,
+        tenant: &str,
+        query: &OrphanQuery,
+        after: Option<&OrphanCursor>,
+        limit: usize,
+    ) -> Result<Vec<Row>, StoreError> {
+        let rows = sqlx::query(ORPHANS)
+            .bind(tenant)
+            .bind(self.offset().saturating_sub(micros(query.overdue_by)))
+            .bind(&query.namespace)
+            .bind(after.map(|c| c.due_at))
+            .bind(after.map(|c| c.namespace.as_str()))
+            .bind(after.map(|c| c.key.as_str()))
+            .bind(limit as i64)
+            .bind(self.frozen())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(interpret)?;
+        rows.iter().map(row).collect()
+    }
+
+    async fn quarantine_unreadable(
+        &self,
+        tenant: &str,
+        receipt: &Receipt,
+        blobs: &StoredBlobs,
+        error: &[u8],
+    ) -> Result<(), StoreError> {
+        sqlx::query(QUARANTINE)
+            .bind(tenant)
+            .bind(&receipt.id.namespace)
+            .bind(&receipt.id.key)
+            .bind(error)
+            .bind(self.frozen())
+            .bind(self.offset())
+            .bind(receipt.state.as_str())
+            .bind(i32::try_from(receipt.attempt).unwrap_or(i32::MAX))
+            .bind(receipt.claim_token)
+            .bind(&blobs.last_error)
+            .bind(&blobs.checkpoint)
+            .bind(&blobs.response)
+            .bind(&blobs.recovery_payload)
+            .execute(&self.pool)
+            .await
+            .map_err(interpret)?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Gauges for PgDriver {
+    async fn count_orphans(&self) -> Result<OrphanCounts, StoreError> {
+        let (lease_expired, retry_due): (i64, i64) = sqlx::query_as(COUNT)
+            .bind(self.frozen())
+            .bind(self.offset())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(interpret)?;
+        Ok(OrphanCounts {
+            lease_expired: u64::try_from(lease_expired).unwrap_or_default(),
+            retry_due: u64::try_from(retry_due).unwrap_or_default(),
+        })
+    }
+
+    fn pool_stats(&self) -> PoolStats {
+        PoolStats::of(self.pool.size(), self.pool.num_idle())
+    }
+}

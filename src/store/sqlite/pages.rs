@@ -1,0 +1,166 @@
+//! Paged reads in SQLite, on the reader pool: List (by namespace and state, in
+//! (namespace, key) order), ListOrphaned (due rows in (due_at, namespace, key) order) with
+//! the in-place quarantine (on the writer) of a row whose sealed fields do not open, and the
+//! gauges. The paging loops and opening the rows are `store::receipts`' and
+//! `store::orphans`'.
+
+use super::rows::row;
+use super::{SqliteDriver, interpret, micros};
+use crate::domain::Receipt;
+use crate::store::driver::{Pages, Row};
+use crate::store::row::columns;
+use crate::store::{
+    Gauges, ListQuery, OrphanCounts, OrphanCursor, OrphanQuery, PoolStats, StoreError, StoredBlobs,
+};
+use async_trait::async_trait;
+
+/// The List query over `$from`. The states are four slots, unused ones NULL (which matches
+/// nothing). The first page starts after ('', ''), which comes before every row: namespaces
+/// and keys are never empty.
+macro_rules! list_from {
+    ($from:literal) => {
+        concat!(
+            "SELECT ",
+            columns!(),
+            " FROM ",
+            $from,
+            "
+    WHERE tenant_id = ?1 AND state IN (?2, ?3, ?4, ?5)
+      AND (?6 IS NULL OR namespace = ?6)
+      AND (namespace, key) > (?7, ?8)
+    ORDER BY namespace, key
+    LIMIT ?9"
+        )
+    };
+}
+
+/// Every state: the primary key's order is the page's order.
+const LIST_EVERY_STATE: &str = list_from!("receipts");
+
+/// Some states, e.g. the few dead letters among many completed receipts. SQLite cannot see
+/// through the bound states and would walk the primary key over every row of the tenant;
+/// the state index reads only the rows of those states (and sorts them).
+const LIST_SOME_STATES: &str = list_from!("receipts INDEXED BY receipts_state_idx");
+
+const ORPHANS: &str = concat!(
+    "SELECT ",
+    columns!(),
+    " FROM receipts
+    WHERE tenant_id = ?1 AND due_at <= ?2
+      AND (?3 IS NULL OR namespace = ?3)
+      AND (?4 IS NULL OR (due_at, namespace, key) > (?4, ?5, ?6))
+    ORDER BY due_at, namespace, key
+    LIMIT ?7"
+);
+
+/// Quarantines the row only if nobody changed it since it was read.
+const QUARANTINE: &str = "UPDATE receipts SET state = 'quarantined', last_error = ?4,
+    claim_token = NULL, lease_expires_at = NULL, next_attempt_at = NULL, updated_at = ?5
+    WHERE tenant_id = ?1 AND namespace = ?2 AND key = ?3 AND state = ?6 AND attempt = ?7
+      AND claim_token IS ?8 AND last_error IS ?9 AND checkpoint IS ?10 AND response IS ?11
+      AND recovery_payload IS ?12";
+
+/// Orphans of every tenant by reason, through the partial due-time index (which holds only
+/// unfinished receipts); without `INDEXED BY` SQLite would scan the whole table, since the
+/// index leads with the tenant.
+const COUNT: &str = "SELECT
+        COALESCE(SUM(state = 'processing'), 0) AS lease_expired,
+        COALESCE(SUM(state = 'retry_wait'), 0) AS retry_due
+    FROM receipts INDEXED BY receipts_due_idx
+    WHERE due_at IS NOT NULL AND due_at <= ?1";
+
+#[async_trait]
+impl Pages for SqliteDriver {
+    async fn list_rows(&self, tenant: &str, query: &ListQuery) -> Result<Vec<Row>, StoreError> {
+        let states = query.state_names();
+        let state = |i: usize| states.get(i).copied();
+        let after = query.after.as_ref();
+        let sql = match states.len() {
+            4 => LIST_EVERY_STATE,
+            _ => LIST_SOME_STATES,
+        };
+        let rows = sqlx::query(sql)
+            .bind(tenant)
+            .bind(state(0))
+            .bind(state(1))
+            .bind(state(2))
+            .bind(state(3))
+            .bind(&query.namespace)
+            .bind(after.map_or("", |c| c.namespace.as_str()))
+            .bind(after.map_or("", |c| c.key.as_str()))
+            .bind(i64::from(query.limit) + 1)
+            .fetch_all(&self.reader)
+            .await
+            .map_err(interpret)?;
+        rows.iter().map(row).collect()
+    }
+
+    async fn orphan_rows(
+        &self,
+        tenant: &str,
+        query: &OrphanQuery,
+        after: Option<&OrphanCursor>,
+        limit: usize,
+    ) -> Result<Vec<Row>, StoreError> {
+        let rows = sqlx::query(ORPHANS)
+            .bind(tenant)
+            .bind(micros(self.clock.now() - query.overdue_by))
+            .bind(&query.namespace)
+            .bind(after.map(|c| micros(c.due_at)))
+            .bind(after.map(|c| c.namespace.as_str()))
+            .bind(after.map(|c| c.key.as_str()))
+            .bind(limit as i64)
+            .fetch_all(&self.reader)
+            .await
+            .map_err(interpret)?;
+        rows.iter().map(row).collect()
+    }
+
+    async fn quarantine_unreadable(
+        &self,
+        tenant: &str,
+        receipt: &Receipt,
+        blobs: &StoredBlobs,
+        error: &[u8],
+    ) -> Result<(), StoreError> {
+        sqlx::query(QUARANTINE)
+            .bind(tenant)
+            .bind(&receipt.id.namespace)
+            .bind(&receipt.id.key)
+            .bind(error)
+            .bind(micros(self.clock.now()))
+            .bind(receipt.state.as_str())
+            .bind(i64::from(receipt.attempt))
+            .bind(receipt.claim_token)
+            .bind(&blobs.last_error)
+            .bind(&blobs.checkpoint)
+            .bind(&blobs.response)
+            .bind(&blobs.recovery_payload)
+            .execute(&self.writer)
+            .await
+            .map_err(interpret)?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Gauges for SqliteDriver {
+    async fn count_orphans(&self) -> Result<OrphanCounts, StoreError> {
+        let (lease_expired, retry_due): (i64, i64) = sqlx::query_as(COUNT)
+            .bind(micros(self.clock.now()))
+            .fetch_one(&self.reader)
+            .await
+            .map_err(interpret)?;
+        Ok(OrphanCounts {
+            lease_expired: u64::try_from(lease_expired).unwrap_or_default(),
+            retry_due: u64::try_from(retry_due).unwrap_or_default(),
+        })
+    }
+
+    /// Both pools' connections together.
+    fn pool_stats(&self) -> PoolStats {
+        let (reader, writer) = (&self.reader, &self.writer);
+        let size = reader.size() + writer.size();
+        PoolStats::of(size, reader.num_idle() + writer.num_idle())
+    }
+}
