@@ -5,9 +5,12 @@
 //!
 //! - [`domain`] — the pure rules: receipts, states, decisions, policies, backoff and the
 //!   transition functions (no I/O).
-//! - [`store`] — the [`store::Store`] trait and the PostgreSQL store; all SQL lives there.
+//! - [`store`] — the storage role traits and [`store::Store`] (all of them), written once
+//!   over a driver (`store::receipts`), with two drivers: PostgreSQL ([`store::postgres`],
+//!   the production store any number of replicas share) and embedded SQLite
+//!   ([`store::sqlite`], the default: one file, one process). All SQL lives there.
 //! - [`api`] — the tonic service: validation, tenant from the request context, errors →
-//!   status codes.
+//!   status codes (the only place statuses are made).
 //! - [`admin`] — `claimd keys …`: operator commands on the database.
 //! - [`auth`] — API keys → tenant and namespaces, as a tower layer; protected mode.
 //! - [`seal`] — AES-256-GCM sealing of stored payloads under a key ring.
@@ -16,10 +19,15 @@
 //! - [`drain`] — the layer that refuses new calls with UNAVAILABLE once shutdown starts.
 //! - [`janitor`] — prunes terminal receipts past their namespace's retention.
 //! - [`server`] — wiring: [`server::Application`], health, reflection, shutdown.
-//! - [`config`] — command line and `CLAIMD_*` environment → [`config::Config`].
+//! - [`config`] — command line, `CLAIMD_*` environment and the policy file →
+//!   [`config::Config`].
 //! - [`telemetry`] — logs (one span per RPC) and Prometheus metrics (`/metrics`).
-//! - [`tls`] — the TLS flags and PEM files → tonic's rustls server configuration.
+//! - [`tls`] — the TLS files → tonic's rustls server configuration.
 //! - [`pb`] — the code generated from `proto/claimd/v1/claims.proto`.
+//!
+//! The contract is `docs/DESIGN.md`; the map of the code is `ARCHITECTURE.md`.
+
+#![warn(missing_docs)]
 
 pub mod admin;
 pub mod api;

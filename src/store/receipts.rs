@@ -4,6 +4,11 @@
 //! write back), Redrive, Get, List and ListOrphaned pages (opening sealed fields), reseal
 //! batches — so both backends behave the same by construction. The drivers only run
 //! statements.
+//!
+//! Holder actions and Redrive lock the row (PostgreSQL `SELECT … FOR UPDATE`, SQLite
+//! `BEGIN IMMEDIATE`), apply the domain rule and write back only when something changed;
+//! Redrive writes no sealed column. List pages by (namespace, key), the primary key's
+//! order after the tenant, so a receipt's place never changes.
 
 use super::driver::{Driver, Row};
 use super::sealed::plan_reseal;

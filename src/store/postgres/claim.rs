@@ -3,6 +3,11 @@
 //! concurrent insert or takeover that commits after the statement's snapshot leaves the
 //! statement without a consistent answer; it detects that case and runs again with a new
 //! snapshot (the only time a Claim takes a second round trip).
+//!
+//! The recovery payload and the "exceeded max attempts" text are sealed for this exact row
+//! before the statement runs. A takeover is decided in SQL before the row is opened, so a
+//! row whose sealed fields do not open can be taken over (attempt + 1) and then answered
+//! DATA_LOSS; its lease then runs out again.
 
 use super::{PgDriver, clock, interpret, micros};
 use crate::domain::{

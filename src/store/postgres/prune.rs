@@ -5,6 +5,8 @@
 //! Ages are measured on the database clock, shifted by the store's `Clock` as every other
 //! query is. One replica prunes at a time: the pass holds a session-level advisory lock on
 //! a dedicated connection, outside the pool, so the lock cannot leak into a pooled session.
+//! The lock only saves work: two janitors pruning at once stay correct, since each
+//! statement skips rows the other has locked.
 
 use super::{PgDriver, clock, interpret, micros};
 use crate::store::prune::HeldLock;
