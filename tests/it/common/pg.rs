@@ -74,7 +74,9 @@ impl PrivateCluster {
     pub fn start() -> PrivateCluster {
         static CLEAN_STALE: Once = Once::new();
         static NEXT: AtomicU32 = AtomicU32::new(0);
-        CLEAN_STALE.call_once(remove_stale_dirs);
+        // In the background: the last run's shared server can leave a gigabyte of small
+        // files, and deleting them must not hold up this run's tests.
+        CLEAN_STALE.call_once(|| drop(thread::spawn(remove_stale_dirs)));
         let bin = pg_bin();
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let dir = Path::new(TMP).join(format!("{DIR_PREFIX}{}-{n}", std::process::id()));
@@ -259,7 +261,8 @@ fn command(program: &Path, dir: &Path, log: &Path) -> Command {
     cmd
 }
 
-/// Removes `/tmp/claimd-pg-<pid>-<n>` dirs left behind by dead test binaries.
+/// Removes `/tmp/claimd-pg-<pid>-<n>` dirs left behind by dead test processes; what is
+/// left when this process exits first goes on the next run.
 fn remove_stale_dirs() {
     let Ok(entries) = fs::read_dir(TMP) else {
         return;
