@@ -1,4 +1,4 @@
-//! Sealing of stored payloads (DESIGN §3.6): the recovery payload, checkpoint, response and
+//! Sealing of stored payloads (docs/DESIGN.md §3.6): the recovery payload, checkpoint, response and
 //! error text are stored with AES-256-GCM, bound to their row and field, under a key ring.
 //!
 //! Stored format, every sealed column of both stores:

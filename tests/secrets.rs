@@ -1,4 +1,4 @@
-//! Nothing secret in the clear (DESIGN §3.6): a canary API key, claim tokens and payloads
+//! Nothing secret in the clear (docs/DESIGN.md §3.6): a canary API key, claim tokens and payloads
 //! driven through every path — success, each error, ListOrphaned, quarantine — never appear
 //! in the server's logs at TRACE level, in any error message, or in plaintext in any
 //! database column, on both stores.

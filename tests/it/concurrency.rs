@@ -1,4 +1,4 @@
-//! Exactly one winner (DESIGN §3.1): many concurrent Claims for one key, over several client
+//! Exactly one winner (docs/DESIGN.md §3.1): many concurrent Claims for one key, over several client
 //! connections, through one claimd and through two claimd processes on one database.
 
 use crate::common::app::{Backend, TestApp, connect, decision};

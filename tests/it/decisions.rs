@@ -1,4 +1,4 @@
-//! One test per Claim decision of DESIGN §2, through the real gRPC server.
+//! One test per Claim decision of docs/DESIGN.md §2, through the real gRPC server.
 
 use crate::common::app::{Backend, TestApp, decision};
 use crate::common::receipt_ops::{

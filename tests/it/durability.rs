@@ -1,4 +1,4 @@
-//! Durable before answered (DESIGN §3.2): every receipt claimd acknowledged survives a
+//! Durable before answered (docs/DESIGN.md §3.2): every receipt claimd acknowledged survives a
 //! `kill -9` of the claimd process, on both stores. The real binary serves a fresh
 //! database, answers many Claims, Completes, Retries, Quarantines and Heartbeats, is killed
 //! with SIGKILL right after its last answer, and is started again on the same database.

@@ -1,4 +1,4 @@
-//! The embedded default (DESIGN §4, §5): with no `--database-url` claimd serves SQLite from
+//! The embedded default (docs/DESIGN.md §4, §5): with no `--database-url` claimd serves SQLite from
 //! `claimd.db` in its data directory, creating the directory on first start, and one
 //! SQLite file serves one claimd process — a second one refuses to start and names the
 //! process that holds the file.

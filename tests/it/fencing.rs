@@ -1,4 +1,4 @@
-//! Fencing (DESIGN §3.3), through the real gRPC server: only the current claim token may
+//! Fencing (docs/DESIGN.md §3.3), through the real gRPC server: only the current claim token may
 //! Complete, Heartbeat, Retry or Quarantine. A holder whose lease was taken over gets
 //! ABORTED and nothing it sends changes the receipt; the current holder gets
 //! FAILED_PRECONDITION once the receipt has left PROCESSING (completing again is OK).

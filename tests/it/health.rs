@@ -1,4 +1,4 @@
-//! DESIGN §5 "Standard services" and shutdown: grpc.health.v1 follows the database, server
+//! docs/DESIGN.md §5 "Standard services" and shutdown: grpc.health.v1 follows the database, server
 //! reflection lists and describes every service, and a stopped server refuses connections.
 
 use crate::common::app::{TestApp, decision};

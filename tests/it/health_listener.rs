@@ -1,4 +1,4 @@
-//! DESIGN §5 "health may be left open on a separate flag for probes": `--health-listen` is a
+//! docs/DESIGN.md §5 "health may be left open on a separate flag for probes": `--health-listen` is a
 //! second, plaintext listener with nothing but grpc.health.v1.Health (the main listener's
 //! status, no TLS, no API key), which keeps answering NOT_SERVING while the main one drains.
 

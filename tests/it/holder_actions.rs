@@ -1,5 +1,5 @@
 //! What a holder's Retry, Heartbeat and Complete do to its receipt, and how the attempt
-//! budget ends in quarantine, by Claim or by Retry (DESIGN §2), through the real gRPC server.
+//! budget ends in quarantine, by Claim or by Retry (docs/DESIGN.md §2), through the real gRPC server.
 
 use crate::common::app::{Backend, TestApp, decision};
 use crate::common::receipt_ops::{

@@ -1,6 +1,6 @@
 //! Concurrency under the model: many tasks race Claim, Complete, Heartbeat and Retry on a
 //! few keys while time jumps forward, against each store. Afterwards the invariants of
-//! DESIGN §3 must hold for every key:
+//! docs/DESIGN.md §3 must hold for every key:
 //! - the CLAIMED answers carry the attempts 1, 2, …, n exactly once each (one winner per
 //!   attempt, attempts strictly increase with no gaps);
 //! - every accepted action presented a token some CLAIMED answer handed out, and a token is

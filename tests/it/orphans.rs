@@ -1,4 +1,4 @@
-//! ListOrphaned (DESIGN §2): expired leases and due retries, oldest due first, paginated,
+//! ListOrphaned (docs/DESIGN.md §2): expired leases and due retries, oldest due first, paginated,
 //! filtered, scoped to the caller's tenant, and taken over by a recovery worker's Claim.
 
 use crate::common::app::{Backend, TestApp, decision};

@@ -1,4 +1,4 @@
-//! Sealed payloads (DESIGN §3.6) through the real server, on both stores: nothing stored in
+//! Sealed payloads (docs/DESIGN.md §3.6) through the real server, on both stores: nothing stored in
 //! the clear, DATA_LOSS for every stored value that does not verify (moved, tampered, under
 //! an unknown key, plaintext), and a tampered orphan quarantined by ListOrphaned without
 //! blocking the others. Rotation, `reseal` and key files are in `sealing_keys.rs`.

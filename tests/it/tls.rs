@@ -1,4 +1,4 @@
-//! DESIGN §5 TLS: `--tls-cert`/`--tls-key` serve gRPC over TLS (rustls), `--tls-client-ca`
+//! docs/DESIGN.md §5 TLS: `--tls-cert`/`--tls-key` serve gRPC over TLS (rustls), `--tls-client-ca`
 //! refuses clients without a certificate from that CA at the handshake, and health on the
 //! main listener follows the same rules. `--health-listen`: `health_listener.rs`.
 

@@ -1,4 +1,4 @@
-//! DESIGN §5 TLS at start: the TLS flags go together, and a missing, unreadable or invalid PEM
+//! docs/DESIGN.md §5 TLS at start: the TLS flags go together, and a missing, unreadable or invalid PEM
 //! file stops claimd with an error naming the flag, never the file's contents.
 
 use crate::common::app::Backend;

@@ -1,4 +1,4 @@
-//! DESIGN §2 "Error model": every malformed Claim is INVALID_ARGUMENT naming its field (in the
+//! docs/DESIGN.md §2 "Error model": every malformed Claim is INVALID_ARGUMENT naming its field (in the
 //! message and in google.rpc.BadRequest), writes nothing, and leaves the server serving.
 //! Token-bearing RPCs and ListOrphaned are in `validation_tokens.rs`.
 
@@ -200,7 +200,7 @@ async fn a_message_over_the_grpc_size_limit_is_resource_exhausted_and_writes_not
     assert_eq!(app.receipt_rows().await, 0);
     assert_still_serves(&app).await;
     app.shutdown().await;
-    // DESIGN §2 gives RESOURCE_EXHAUSTED for "message too large" (grpc-go and grpc-java do
+    // docs/DESIGN.md §2 gives RESOURCE_EXHAUSTED for "message too large" (grpc-go and grpc-java do
     // the same); tonic's decoder on its own answers OUT_OF_RANGE.
     assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
 }

@@ -1,4 +1,4 @@
-//! DESIGN §2 "Error model" for the RPCs that carry a claim token, and for ListOrphaned: each
+//! docs/DESIGN.md §2 "Error model" for the RPCs that carry a claim token, and for ListOrphaned: each
 //! malformed request is INVALID_ARGUMENT naming its field (in the message and in
 //! google.rpc.BadRequest) and leaves the receipt exactly as it was.
 
