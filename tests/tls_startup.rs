@@ -3,7 +3,6 @@
 
 mod common;
 
-use claimd::config::Config;
 use claimd::server::Application;
 use common::app::Backend;
 use common::certs::Pki;
@@ -39,7 +38,7 @@ async fn unreadable_or_invalid_pem_files_stop_the_start_naming_the_flag() {
     ];
     for (flag, cert, key, client_ca) in cases {
         let (url, _dir) = Backend::Sqlite.fresh_database().await;
-        let mut config = Config::for_database(url);
+        let mut config = common::app::test_config(&url);
         config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
         (config.tls_cert, config.tls_key, config.tls_client_ca) = (cert, key, client_ca);
         let error = match Application::build(config).await {
