@@ -1,7 +1,8 @@
 //! Wiring: the store, the ClaimService, health, reflection, TLS and shutdown. [`Application`]
-//! binds first and serves later, so tests can bind port 0 and read the address. With
-//! `health_listen`, a second plaintext listener serves only grpc.health.v1.Health (the same
-//! reporter) for probes that cannot do mTLS or API keys. With `metrics_listen`, Prometheus
+//! binds first and serves later, so tests can bind port 0 and read the address. Health
+//! Check and Watch need no API key on the main listener (`auth`); with `health_listen`, a
+//! second plaintext listener serves only grpc.health.v1.Health (the same reporter) for
+//! probes that cannot do (m)TLS or want their own port. With `metrics_listen`, Prometheus
 //! scrapes `/metrics` there (`telemetry::Exporter`).
 
 use crate::api::ClaimsApi;

@@ -51,16 +51,16 @@ impl From<StoreError> for Status {
                 format!("the receipt is {}", state.as_str().to_uppercase()),
             ),
             StoreError::Unavailable(ref source) => {
-                telemetry::store_error(e.kind());
+                telemetry::store_error(&e);
                 tracing::warn!(error = %source, "database unavailable");
                 Status::unavailable("the database is unavailable; retry later")
             }
             StoreError::Contended => {
-                telemetry::store_error(e.kind());
+                telemetry::store_error(&e);
                 Status::unavailable("too much contention on this key; retry later")
             }
             StoreError::Sealed(ref reason) => {
-                telemetry::store_error(e.kind());
+                telemetry::store_error(&e);
                 // The reason names the field and the key id, never the payload.
                 tracing::error!(%reason, "a sealed field failed authentication");
                 Status::data_loss("a sealed field failed authentication")
@@ -70,7 +70,7 @@ impl From<StoreError> for Status {
             | StoreError::Corrupt(_)
             | StoreError::Open(_)
             | StoreError::UnsupportedUrl => {
-                telemetry::store_error(e.kind());
+                telemetry::store_error(&e);
                 tracing::error!(error = %e, source = ?std::error::Error::source(&e), "store error");
                 Status::internal("internal error")
             }
