@@ -54,7 +54,7 @@ pub(crate) fn show(d: TimeDelta) -> String {
     }
     let (name, size) = UNITS
         .iter()
-        .find(|(_, size)| millis % size == 0)
+        .find(|(_, size)| millis.is_multiple_of(*size))
         .unwrap_or(&("ms", 1));
     let sign = if d < TimeDelta::zero() { "-" } else { "" };
     format!("{sign}{}{name}", millis / size)
