@@ -1,7 +1,8 @@
-//! Durations: the one spelling of every duration flag (`--janitor-interval`, `--db-timeout`,
-//! …) and every duration in the policy file. A whole number and a unit — `500ms`, `90s`,
-//! `5m`, `12h` or `30d` — or a bare whole number of seconds (`0`, `5`); spaces around the
-//! value are ignored. Shown back in the largest unit that divides them.
+//! Durations: one parser for every duration flag (`--janitor-interval`, `--db-timeout`, …)
+//! and every duration in the policy file. A whole number and a unit — `500ms`, `90s`, `5m`,
+//! `12h` or `30d` — with spaces around the value ignored. Flags also take a bare number of
+//! seconds (`0`, `5`), as they always have; the policy file wants the unit (`lease = "2"`
+//! is refused). Shown back in the largest unit that divides them.
 
 use chrono::TimeDelta;
 use std::time::Duration;
@@ -15,9 +16,26 @@ const UNITS: [(&str, u64); 5] = [
     ("ms", 1),
 ];
 
-/// Parses `500ms`, `90s`, `5m`, `12h`, `30d` or a bare number of seconds; the error says what
-/// is expected without repeating the value (clap and the policy file name the flag or key).
+/// Whether a number without a unit is taken as seconds or refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bare {
+    Seconds,
+    Refused,
+}
+
+/// A flag's duration: `500ms`, `90s`, `5m`, `12h`, `30d` or a bare number of seconds; the
+/// error says what is expected without repeating the value (clap names the flag).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    parse(text, Bare::Seconds)
+}
+
+/// A policy file's duration: `500ms`, `90s`, `5m`, `12h` or `30d` (the unit required).
+pub(crate) fn parse_delta(text: &str) -> Result<TimeDelta, String> {
+    let d = parse(text, Bare::Refused)?;
+    TimeDelta::from_std(d).map_err(|_| "is too long".to_owned())
+}
+
+fn parse(text: &str, bare: Bare) -> Result<Duration, String> {
     let expected = || "must be a duration like \"90s\", \"5m\", \"12h\" or \"30d\"".to_owned();
     let text = text.trim();
     let split = text
@@ -25,9 +43,10 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         .unwrap_or(text.len());
     let (digits, unit) = text.split_at(split);
     let n: u64 = digits.parse().map_err(|_| expected())?;
-    let millis = match unit {
-        "" => 1_000,
-        unit => {
+    let millis = match (unit, bare) {
+        ("", Bare::Seconds) => 1_000,
+        ("", Bare::Refused) => return Err(expected()),
+        (unit, _) => {
             let (_, millis) = UNITS
                 .iter()
                 .find(|(name, _)| *name == unit)
@@ -38,12 +57,6 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     n.checked_mul(millis)
         .map(Duration::from_millis)
         .ok_or_else(|| "is too long".to_owned())
-}
-
-/// [`parse_duration`] as the policy file's `TimeDelta`.
-pub(crate) fn parse_delta(text: &str) -> Result<TimeDelta, String> {
-    let d = parse_duration(text)?;
-    TimeDelta::from_std(d).map_err(|_| "is too long".to_owned())
 }
 
 /// `d` in the largest unit that divides it exactly, e.g. `90s`, `5m`, `30d`.
@@ -65,7 +78,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_spelling_of_flags_and_policy_files_parses_to_the_same_duration() {
+    fn flags_and_policy_files_share_one_spelling_and_only_flags_take_bare_seconds() {
         let s = Duration::from_secs;
         for (text, want) in [
             ("500ms", Duration::from_millis(500)),
