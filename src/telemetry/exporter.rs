@@ -33,7 +33,8 @@ pub const DB_POOL_CONNECTIONS: &str = "claimd_db_pool_connections";
 /// `claimd_store_errors_total{kind}`: store failures answered with an error status.
 pub const STORE_ERRORS: &str = "claimd_store_errors_total";
 
-/// The `kind` values of [`STORE_ERRORS`], registered at zero so rates exist from the start.
+/// The `kind` values ([`crate::store::StoreError::kind`]) of the failures [`STORE_ERRORS`]
+/// counts, registered at zero so rates exist from the start.
 pub const STORE_ERROR_KINDS: [&str; 5] =
     ["unavailable", "database", "corrupt", "sealed", "contended"];
 
