@@ -2,6 +2,11 @@
 //! (`--tls-cert` and `--tls-key` together; `--tls-client-ca` only with them) and the PEM
 //! files read and checked at start, so a bad file stops claimd before it serves. Errors name
 //! the flag and the path, never the file's contents.
+//!
+//! `load` runs twice: while the configuration is validated (before the database is opened
+//! or anything is written) and in `Application::build`, which serves what it read. Only ring
+//! is compiled into rustls; a dependency that also enabled aws-lc-rs would make rustls's
+//! provider choice ambiguous.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -4,6 +4,12 @@
 //! The recorder is global (the `metrics` facade has one per process), so every part of
 //! claimd — the janitor included — records with the usual `metrics::counter!` macros and
 //! the route renders whatever was recorded.
+//!
+//! The `/metrics` listener is our own (hyper), not the exporter crate's: it binds in
+//! `Application::build` like every other listener (port 0 in tests, the address readable, a
+//! bind error naming `--metrics-listen`). The exporter crate is built without default
+//! features, so neither its HTTP listener nor its push gateway (which would bring aws-lc-rs
+//! next to ring) is compiled.
 
 use crate::store::Store;
 use http_body_util::Full;
