@@ -17,11 +17,13 @@ use std::time::Duration;
 mod database;
 pub mod defaults;
 pub mod duration;
+mod limits;
 mod metrics;
 pub mod policies;
 mod sealing;
 pub use database::{DatabaseArgs, ResealArgs};
 pub use duration::parse_duration;
+pub use limits::LimitArgs;
 pub use metrics::{MetricsListen, parse_metrics_listen};
 pub use policies::{CheckConfigArgs, PolicyArgs, PolicyFileError};
 pub use sealing::{KeyUse, SEAL_KEYS_VAR, SealArgs};
@@ -112,6 +114,9 @@ pub struct ServeArgs {
     /// Namespace policies and the janitor.
     #[command(flatten)]
     pub policy: PolicyArgs,
+    /// Connection and page limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
     /// Do not apply migrations at start.
     #[arg(long, env = "CLAIMD_NO_MIGRATE")]
     pub no_migrate: bool,
@@ -202,6 +207,10 @@ pub struct Config {
     pub allow_unauthenticated: bool,
     /// API-key cache lifetime (bounds how long a revoked key keeps working).
     pub key_cache_ttl: Duration,
+    /// The limits of each gRPC listener's connections.
+    pub connections: crate::listener::ConnectionLimits,
+    /// Most bytes of receipts in one List or ListOrphaned page.
+    pub list_page_bytes: usize,
 }
 
 impl Config {
@@ -235,6 +244,7 @@ impl Config {
     ) -> anyhow::Result<Config> {
         let database_url = args.database.url()?;
         let policies = args.policy.policies()?;
+        let connections = args.limits.connections()?;
         // TLS first: a wrong flag combination or a bad PEM file stops claimd before anything
         // touches disk (`Application::build` reads the files again to serve them).
         let tls = TlsFiles {
@@ -267,6 +277,8 @@ impl Config {
             metrics_interval: args.metrics_interval,
             allow_unauthenticated: args.allow_unauthenticated,
             key_cache_ttl: args.key_cache_ttl,
+            connections,
+            list_page_bytes: args.limits.list_page_bytes as usize,
         })
     }
 }

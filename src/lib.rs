@@ -18,6 +18,7 @@
 //! - [`deadline`] — the layer that answers DEADLINE_EXCEEDED when a caller's deadline passes.
 //! - [`drain`] — the layer that refuses new calls with UNAVAILABLE once shutdown starts.
 //! - [`janitor`] — prunes terminal receipts past their namespace's retention.
+//! - [`listener`] — connection limits: the cap, the first-bytes timeout, keepalive, age.
 //! - [`server`] — wiring: [`server::Application`], health, reflection, shutdown.
 //! - [`config`] — command line, `CLAIMD_*` environment and the policy file →
 //!   [`config::Config`].
@@ -38,6 +39,7 @@ pub mod deadline;
 pub mod domain;
 pub mod drain;
 pub mod janitor;
+pub mod listener;
 pub mod seal;
 pub mod server;
 pub mod store;

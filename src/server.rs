@@ -3,15 +3,18 @@
 //! Check and Watch need no API key on the main listener (`auth`); with `health_listen`, a
 //! second plaintext listener serves only grpc.health.v1.Health (the same reporter) for
 //! probes that cannot do (m)TLS or want their own port. With `metrics_listen`, Prometheus
-//! scrapes `/metrics` there (`telemetry::Exporter`).
+//! scrapes `/metrics` there (`telemetry::Exporter`). Both gRPC listeners serve under the
+//! connection limits of `listener`, and every service decodes requests of at most
+//! `api::MAX_REQUEST_BYTES`.
 
-use crate::api::ClaimsApi;
+use crate::api::{ClaimsApi, MAX_REQUEST_BYTES, max_response_bytes};
 use crate::auth::{AuthLayer, Authenticator};
 use crate::config::Config;
 use crate::deadline::DeadlineLayer;
 use crate::domain::PolicyHandle;
 use crate::drain::Drain;
 use crate::janitor::{Janitor, JanitorTask};
+use crate::listener::ConnectionLimits;
 use crate::pb::{self, claim_service_server::ClaimServiceServer};
 use crate::store::{self, Store};
 use std::future::Future;
@@ -19,7 +22,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::{Server, ServerTlsConfig};
 use tonic_health::ServingStatus;
 use tonic_health::server::HealthReporter;
@@ -134,8 +136,15 @@ impl Application {
             self.policies.clone(),
             crate::api::DEFAULT_MAX_BLOB,
         )
-        .with_namespace_limit(self.config.metrics_namespace_limit);
-        let claims = ClaimServiceServer::new(api);
+        .with_namespace_limit(self.config.metrics_namespace_limit)
+        .with_page_bytes(self.config.list_page_bytes);
+        // Requests no larger than the largest valid one; answers as large as a full page.
+        let claims = ClaimServiceServer::new(api)
+            .max_decoding_message_size(MAX_REQUEST_BYTES)
+            .max_encoding_message_size(max_response_bytes(self.config.list_page_bytes));
+        let health_service = health_service.max_decoding_message_size(MAX_REQUEST_BYTES);
+        let reflection_v1 = reflection_v1.max_decoding_message_size(MAX_REQUEST_BYTES);
+        let reflection_v1alpha = reflection_v1alpha.max_decoding_message_size(MAX_REQUEST_BYTES);
         let auth = Arc::new(Authenticator::new(
             self.store.clone(),
             self.config.allows_calls_without_keys(),
@@ -149,9 +158,12 @@ impl Application {
         let janitor = JanitorTask::spawn(self.janitor(), self.config.janitor.interval);
 
         let (health_stop_tx, health_stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let health_only = self
-            .health_listener
-            .map(|l| tokio::spawn(serve_health_only(l, health_service.clone(), health_stop_rx)));
+        let limits = self.config.connections.clone();
+        let health_only = self.health_listener.map(|l| {
+            let serve =
+                serve_health_only(l, limits.clone(), health_service.clone(), health_stop_rx);
+            tokio::spawn(serve)
+        });
 
         // Scraped until run_until returns (dropping it stops both tasks).
         let _exporter = self.metrics_listener.map(|listener| {
@@ -163,8 +175,8 @@ impl Application {
         });
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let drain = Drain::default();
-        let incoming = TcpListenerStream::new(self.listener);
-        let mut builder = Server::builder();
+        let incoming = limits.incoming(self.listener);
+        let mut builder = limits.apply(Server::builder());
         if let Some(tls) = self.tls {
             builder = builder.tls_config(tls)?;
         }
@@ -224,6 +236,7 @@ impl Application {
 /// listener's TLS nor its layers (API keys) apply; it serves nothing but grpc.health.v1.Health.
 async fn serve_health_only<S>(
     listener: TcpListener,
+    limits: ConnectionLimits,
     health_service: S,
     stop: tokio::sync::oneshot::Receiver<()>,
 ) -> Result<(), tonic::transport::Error>
@@ -239,9 +252,10 @@ where
         + 'static,
     S::Future: Send + 'static,
 {
-    Server::builder()
+    limits
+        .apply(Server::builder())
         .add_service(health_service)
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async {
+        .serve_with_incoming_shutdown(limits.incoming(listener), async {
             let _ = stop.await;
         })
         .await

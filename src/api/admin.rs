@@ -29,6 +29,7 @@ impl ClaimsApi {
             namespace,
             states,
             limit,
+            max_bytes: self.page_bytes,
             after,
         };
         let page = self.store.list(&caller.tenant, &query).await?;

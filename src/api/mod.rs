@@ -8,7 +8,7 @@ mod error;
 mod validate;
 
 pub use error::{InvalidField, oversized_is_resource_exhausted};
-pub use validate::DEFAULT_MAX_BLOB;
+pub use validate::{DEFAULT_MAX_BLOB, MAX_RECEIPT_BYTES, MAX_REQUEST_BYTES, max_response_bytes};
 
 use crate::auth::Principal;
 use crate::domain::{Action, ClaimInput, PolicyHandle, ReceiptKey};
@@ -26,6 +26,7 @@ pub struct ClaimsApi {
     store: Arc<dyn Store>,
     policies: PolicyHandle,
     max_blob: usize,
+    page_bytes: usize,
     telemetry: Arc<ClaimTelemetry>,
 }
 
@@ -38,8 +39,16 @@ impl ClaimsApi {
             store,
             policies,
             max_blob,
+            page_bytes: crate::store::DEFAULT_PAGE_BYTES,
             telemetry: Arc::new(ClaimTelemetry::new(labels)),
         }
+    }
+
+    /// Caps List and ListOrphaned pages at `bytes` of receipts (at least one receipt);
+    /// the default is [`crate::store::DEFAULT_PAGE_BYTES`].
+    pub fn with_page_bytes(mut self, bytes: usize) -> Self {
+        self.page_bytes = bytes;
+        self
     }
 
     /// Gives `limit` namespaces besides the policy file's their own metric label (the rest
@@ -240,6 +249,7 @@ impl ClaimService for ClaimsApi {
         let query = OrphanQuery {
             namespace,
             limit: validate::page_size(req.page_size)?,
+            max_bytes: self.page_bytes,
             after: convert::decode_page_token(&req.page_token)?,
             overdue_by: overdue_by.unwrap_or_default(),
         };

@@ -14,6 +14,34 @@ pub const MAX_FINGERPRINT: usize = 64;
 /// Default limit for each blob (payloads, checkpoint, response, error text).
 pub const DEFAULT_MAX_BLOB: usize = 64 * 1024;
 
+/// The largest request message claimd decodes (tonic's `max_decoding_message_size`; larger
+/// is RESOURCE_EXHAUSTED before the body is read). The largest valid request is a Claim:
+/// namespace 128 + key 512 + fingerprint 64 + recovery payload 65,536 bytes, a Duration
+/// (≤ 24) and `delivery_attempt` (≤ 6), and a tag and length (≤ 4) per field: under
+/// 66,300 bytes. Complete, Heartbeat, Retry and Quarantine carry one 64 KiB blob and a
+/// 36-byte token besides the names; the rest are smaller still. 256 KiB is about four
+/// times the largest.
+pub const MAX_REQUEST_BYTES: usize = 256 * 1024;
+const _: () = assert!(MAX_REQUEST_BYTES > 2 * (DEFAULT_MAX_BLOB + MAX_NAMESPACE + MAX_KEY + 1024));
+
+/// The most bytes one receipt takes on the wire: four blobs of at most 64 KiB (the error
+/// text may carry claimd's 23-byte "exceeded max attempts: " prefix), the namespace, key
+/// and fingerprint, and the rest of its fields (`store::RECEIPT_OVERHEAD`).
+pub const MAX_RECEIPT_BYTES: usize = 4 * DEFAULT_MAX_BLOB
+    + 64
+    + MAX_NAMESPACE
+    + MAX_KEY
+    + MAX_FINGERPRINT
+    + crate::store::RECEIPT_OVERHEAD;
+
+/// The largest response message claimd encodes (`max_encoding_message_size`) with pages
+/// of at most `page_bytes`: a page holds no more than that, or one receipt that alone is
+/// larger; 64 KiB more covers the page token (base64 of a namespace and key) and the
+/// message's own framing.
+pub fn max_response_bytes(page_bytes: usize) -> usize {
+    page_bytes.max(MAX_RECEIPT_BYTES).saturating_add(64 * 1024)
+}
+
 type Checked<T> = Result<T, InvalidField>;
 
 /// `[A-Za-z0-9._:/-]{1,128}` (`domain::check_name`).

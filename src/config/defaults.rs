@@ -29,3 +29,23 @@ pub const JANITOR_INTERVAL: &str = "60s";
 pub const JANITOR_BATCH: u32 = 500;
 /// `claimd reseal --batch-size`.
 pub const RESEAL_BATCH: u32 = 500;
+/// `--max-connections`: well above what a few client pools open, below a common open-file
+/// limit of 1024 (the database pool and files need descriptors too).
+pub const MAX_CONNECTIONS: u32 = 1000;
+/// `--first-bytes-timeout`: a client sends the HTTP/2 preface at once.
+pub const FIRST_BYTES_TIMEOUT: &str = "10s";
+/// `--keepalive-interval`.
+pub const KEEPALIVE_INTERVAL: &str = "60s";
+/// `--keepalive-timeout` (gRPC's own default).
+pub const KEEPALIVE_TIMEOUT: &str = "20s";
+/// `--max-connection-age`.
+pub const MAX_CONNECTION_AGE: &str = "30m";
+/// `--max-connection-age-grace`: as long as `--shutdown-grace`.
+pub const MAX_CONNECTION_AGE_GRACE: &str = "10s";
+/// `--max-concurrent-streams` (what RFC 9113 recommends as the least to allow).
+pub const MAX_CONCURRENT_STREAMS: u32 = 100;
+/// `--max-calls-per-connection`: as many as the streams, so by default a client meets the
+/// stream limit (its own queue) first.
+pub const MAX_CALLS_PER_CONNECTION: u32 = 100;
+/// `--list-page-bytes`: 4 MiB, 64 receipts with a 64 KiB payload each.
+pub const LIST_PAGE_BYTES: u32 = crate::store::DEFAULT_PAGE_BYTES as u32;

@@ -2,7 +2,7 @@
 //! filtered by namespace and state, keyset-paginated by (namespace, key), which never
 //! changes for a receipt) and what the stores' Redrive relies on.
 
-use super::StoreError;
+use super::{PageBudget, StoreError};
 use crate::domain::{Receipt, State};
 
 /// Where a page of [`ListPage`] starts (exclusive): the last receipt returned.
@@ -23,6 +23,8 @@ pub struct ListQuery {
     pub states: Vec<State>,
     /// At most this many receipts.
     pub limit: u32,
+    /// At most this many bytes of receipts ([`super::receipt_bytes`]), but at least one.
+    pub max_bytes: usize,
     /// Continue after this receipt.
     pub after: Option<ListCursor>,
 }
@@ -54,48 +56,77 @@ pub struct ListPage {
 }
 
 impl ListPage {
-    /// The page for rows decoded into `parts` (receipts and their stored sealed fields),
-    /// fetched with `LIMIT limit + 1`, each opened for `tenant`. A row whose sealed data
-    /// does not open fails the page (DATA_LOSS), logged with its namespace and key so an
-    /// operator can find it.
-    pub(crate) fn open(
+    /// One page of `query`, its rows read with `fetch` (up to `limit + 1` rows after the
+    /// cursor, as `Pages::list_rows` does) a chunk at a time and opened for `tenant`, until
+    /// the page's budget of receipts and bytes is spent ([`PageBudget`]). A row whose sealed
+    /// data does not open fails the page (DATA_LOSS), logged with its namespace and key so
+    /// an operator can find it.
+    pub(crate) async fn fill<F, Fut>(
         sealer: &crate::seal::Sealer,
         tenant: &str,
-        parts: Vec<(Receipt, super::StoredBlobs)>,
-        limit: u32,
-    ) -> Result<ListPage, StoreError> {
-        let mut receipts = Vec::with_capacity(parts.len());
-        for (mut receipt, blobs) in parts {
-            if let Err(reason) = blobs.open_into(sealer, tenant, &mut receipt) {
-                tracing::error!(
-                    namespace = %receipt.id.namespace,
-                    key = %receipt.id.key,
-                    %reason,
-                    "List: a receipt's sealed data does not open"
-                );
-                return Err(reason);
+        query: &ListQuery,
+        mut fetch: F,
+    ) -> Result<ListPage, StoreError>
+    where
+        F: FnMut(ListQuery) -> Fut,
+        Fut: std::future::Future<Output = Result<Vec<super::driver::Row>, StoreError>>,
+    {
+        let mut budget = PageBudget::new(query.limit, query.max_bytes);
+        let mut receipts: Vec<Receipt> = Vec::new();
+        let mut after = query.after.clone();
+        loop {
+            let wanted = budget.next_fetch();
+            let chunk = ListQuery {
+                limit: wanted as u32,
+                after: after.clone(),
+                ..query.clone()
+            };
+            let rows = fetch(chunk).await?;
+            // The row after the first `wanted` only tells that another follows.
+            let more = rows.len() > wanted;
+            let mut stopped = false;
+            for (mut receipt, blobs) in rows.into_iter().take(wanted) {
+                if budget.is_full() {
+                    stopped = true;
+                    break;
+                }
+                if let Err(reason) = blobs.open_into(sealer, tenant, &mut receipt) {
+                    tracing::error!(
+                        namespace = %receipt.id.namespace,
+                        key = %receipt.id.key,
+                        %reason,
+                        "List: a receipt's sealed data does not open"
+                    );
+                    return Err(reason);
+                }
+                if !budget.take(&receipt) {
+                    stopped = true;
+                    break;
+                }
+                receipts.push(receipt);
             }
-            receipts.push(receipt);
+            after = receipts.last().map(cursor);
+            if stopped || (more && budget.is_full()) {
+                return Ok(ListPage {
+                    receipts,
+                    next: after,
+                });
+            }
+            if !more {
+                return Ok(ListPage {
+                    receipts,
+                    next: None,
+                });
+            }
         }
-        Ok(ListPage::from_rows(receipts, limit))
     }
+}
 
-    /// The page for `rows` fetched with `LIMIT limit + 1`: the extra row only says that
-    /// there is a next page.
-    pub fn from_rows(mut rows: Vec<Receipt>, limit: u32) -> ListPage {
-        let more = rows.len() > limit as usize;
-        rows.truncate(limit as usize);
-        let next = match rows.last() {
-            Some(last) if more => Some(ListCursor {
-                namespace: last.id.namespace.clone(),
-                key: last.id.key.clone(),
-            }),
-            _ => None,
-        };
-        ListPage {
-            receipts: rows,
-            next,
-        }
+/// The cursor after `receipt`.
+fn cursor(receipt: &Receipt) -> ListCursor {
+    ListCursor {
+        namespace: receipt.id.namespace.clone(),
+        key: receipt.id.key.clone(),
     }
 }
 

@@ -10,6 +10,7 @@ mod dead_letters;
 pub mod driver;
 pub mod keys;
 mod orphans;
+mod page;
 pub mod postgres;
 mod prune;
 mod receipts;
@@ -21,6 +22,8 @@ pub use clock::Clock;
 pub(crate) use dead_letters::same_sealed_fields;
 pub use dead_letters::{ListCursor, ListPage, ListQuery};
 pub use orphans::{OrphanCounts, OrphanCursor, OrphanPage, OrphanQuery};
+pub(crate) use page::PageBudget;
+pub use page::{DEFAULT_PAGE_BYTES, RECEIPT_OVERHEAD, receipt_bytes};
 pub use prune::{JanitorLock, PruneScope, PruneStep};
 pub use sealed::{ResealBatch, ResealCursor, StoredBlobs, UNREADABLE, reseal_all};
 

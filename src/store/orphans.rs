@@ -1,12 +1,13 @@
 //! ListOrphaned for both stores: the query and page types, and the paging loop. A driver
 //! supplies one fetch and one quarantine; [`list_orphans`] opens each
-//! listed row and keeps fetching until the page is full. A row whose sealed fields are
+//! listed row and keeps fetching until the page is full — by count or by bytes
+//! (`super::page`). A row whose sealed fields are
 //! damaged or forged is quarantined in place (so it blocks nobody); a row sealed under a
 //! key that is not configured (or stored in plaintext that is no longer accepted) is only
 //! skipped and logged, so it is listed again once the configuration is put right.
 
 use super::driver::Driver;
-use super::{StoreError, UNREADABLE};
+use super::{PageBudget, StoreError, UNREADABLE};
 use crate::domain::{Receipt, Timestamp};
 use crate::seal::{Binding, Field};
 use chrono::TimeDelta;
@@ -29,6 +30,8 @@ pub struct OrphanQuery {
     pub namespace: Option<String>,
     /// At most this many orphans.
     pub limit: u32,
+    /// At most this many bytes of orphans ([`super::receipt_bytes`]), but at least one.
+    pub max_bytes: usize,
     /// Continue after this orphan.
     pub after: Option<OrphanCursor>,
     /// Only orphans due at least this long ago.
@@ -44,29 +47,6 @@ pub struct OrphanPage {
     pub next: Option<OrphanCursor>,
 }
 
-impl OrphanPage {
-    /// The page for `rows` fetched with `LIMIT limit + 1`: the extra row only says that
-    /// there is a next page.
-    pub fn from_rows(mut rows: Vec<Receipt>, limit: u32) -> Result<OrphanPage, StoreError> {
-        let more = rows.len() > limit as usize;
-        rows.truncate(limit as usize);
-        let next = match rows.last() {
-            Some(last) if more => Some(OrphanCursor {
-                due_at: last
-                    .due_at()
-                    .ok_or_else(|| StoreError::Corrupt("orphan without a due time".into()))?,
-                namespace: last.id.namespace.clone(),
-                key: last.id.key.clone(),
-            }),
-            _ => None,
-        };
-        Ok(OrphanPage {
-            orphans: rows,
-            next,
-        })
-    }
-}
-
 /// How many receipts nobody works on although they are not done, across tenants.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct OrphanCounts {
@@ -76,28 +56,38 @@ pub struct OrphanCounts {
     pub retry_due: u64,
 }
 
-/// One page of `tenant`'s orphans, quarantining those that do not open.
+/// One page of `tenant`'s orphans, quarantining those that do not open, fetched a chunk at
+/// a time until the page's budget of orphans and bytes is spent ([`PageBudget`]).
 pub(crate) async fn list_orphans<D: Driver>(
     driver: &D,
     tenant: &str,
     query: &OrphanQuery,
 ) -> Result<OrphanPage, StoreError> {
+    let mut budget = PageBudget::new(query.limit, query.max_bytes);
     let mut listed = Vec::new();
     let mut after = query.after.clone();
     loop {
-        let wanted = query.limit as usize + 1 - listed.len();
+        // One more than fits: the page is full only once an orphan does not fit.
+        let wanted = budget.next_fetch() + 1;
         let rows = driver
             .orphan_rows(tenant, query, after.as_ref(), wanted)
             .await?;
         let fetched = rows.len();
         for (mut receipt, blobs) in rows {
-            after = receipt.due_at().map(|due_at| OrphanCursor {
+            let cursor = receipt.due_at().map(|due_at| OrphanCursor {
                 due_at,
                 namespace: receipt.id.namespace.clone(),
                 key: receipt.id.key.clone(),
             });
             match blobs.open_into(driver.sealer(), tenant, &mut receipt) {
-                Ok(()) => listed.push(receipt),
+                Ok(()) if budget.take(&receipt) => listed.push(receipt),
+                // The page is full: this orphan starts the next one.
+                Ok(()) => {
+                    return Ok(OrphanPage {
+                        orphans: listed,
+                        next: after,
+                    });
+                }
                 Err(StoreError::Sealed(reason)) if reason.is_configuration() => {
                     tracing::error!(
                         namespace = %receipt.id.namespace,
@@ -126,9 +116,15 @@ pub(crate) async fn list_orphans<D: Driver>(
                 }
                 Err(other) => return Err(other),
             }
+            after = Some(
+                cursor.ok_or_else(|| StoreError::Corrupt("orphan without a due time".into()))?,
+            );
         }
-        if fetched < wanted || listed.len() > query.limit as usize || after.is_none() {
-            return OrphanPage::from_rows(listed, query.limit);
+        if fetched < wanted {
+            return Ok(OrphanPage {
+                orphans: listed,
+                next: None,
+            });
         }
     }
 }

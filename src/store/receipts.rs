@@ -8,7 +8,8 @@
 //! Holder actions and Redrive lock the row (PostgreSQL `SELECT … FOR UPDATE`, SQLite
 //! `BEGIN IMMEDIATE`), apply the domain rule and write back only when something changed;
 //! Redrive writes no sealed column. List pages by (namespace, key), the primary key's
-//! order after the tenant, so a receipt's place never changes.
+//! order after the tenant, so a receipt's place never changes; List and ListOrphaned fetch
+//! a page in chunks until its budget of receipts and bytes is spent (`page`).
 
 use super::driver::{Driver, Row};
 use super::sealed::plan_reseal;
@@ -98,8 +99,10 @@ impl<D: Driver> Claims for D {
 #[async_trait]
 impl<D: Driver> DeadLetters for D {
     async fn list(&self, tenant: &str, query: &ListQuery) -> Result<ListPage, StoreError> {
-        let rows = self.list_rows(tenant, query).await?;
-        ListPage::open(self.sealer(), tenant, rows, query.limit)
+        ListPage::fill(self.sealer(), tenant, query, |chunk| async move {
+            self.list_rows(tenant, &chunk).await
+        })
+        .await
     }
 
     async fn redrive(&self, tenant: &str, id: &ReceiptKey) -> Result<Receipt, StoreError> {

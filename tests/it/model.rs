@@ -202,6 +202,7 @@ impl Model {
                     namespace: namespace.map(|n| ["ns-a", "ns-b"][n].to_owned()),
                     states: states.iter().map(|&s| STATES[s]).collect(),
                     limit: page,
+                    max_bytes: claimd::store::DEFAULT_PAGE_BYTES,
                     after: None,
                 };
                 return Request::List(who, query);
@@ -452,6 +453,7 @@ async fn list_all(store: &dyn Store, tenant: &str, page: u32) -> Result<Vec<Rece
     let mut query = OrphanQuery {
         namespace: None,
         limit: page,
+        max_bytes: claimd::store::DEFAULT_PAGE_BYTES,
         after: None,
         overdue_by: TimeDelta::zero(),
     };

@@ -1,0 +1,196 @@
+//! What a connection may cost (docs/DESIGN.md §2.8, §5.2): the limits of the gRPC listeners
+//! ([`ConnectionLimits`], from the `--max-connections`, `--first-bytes-timeout`,
+//! `--keepalive-*`, `--max-connection-age*`, `--max-concurrent-streams` and
+//! `--max-calls-per-connection` flags) and where each is enforced.
+//!
+//! tonic's `Server` builder does the HTTP/2 part ([`ConnectionLimits::apply`]): PINGs every
+//! keepalive interval (a peer that does not answer within the keepalive timeout is closed),
+//! `SETTINGS_MAX_CONCURRENT_STREAMS`, a per-connection limit on calls being served (the rest
+//! wait in order), and a GOAWAY at the maximum connection age. What tonic lacks is done on
+//! the accepted-connection stream ([`Incoming`]) and its IO ([`LimitedIo`]):
+//!
+//! - **a connection cap**: every connection holds a semaphore permit until it closes; one
+//!   accepted beyond the cap is closed at once (the client sees the connection end and
+//!   retries, instead of hanging in the kernel's backlog);
+//! - **a first-bytes timeout**: a connection that has not sent [`PREFACE_LEN`] bytes — the
+//!   24-byte HTTP/2 preface and the header of the SETTINGS frame that must follow it (over
+//!   TLS: the start of the ClientHello) — within the timeout is closed, so neither an idle
+//!   socket nor one that sent only the preface holds a slot;
+//! - **the end of the grace after the maximum age**: tonic 0.14 either sends GOAWAY at the
+//!   age (no grace) or, with a grace, closes at age + grace without any GOAWAY. claimd asks
+//!   tonic for the GOAWAY and closes the connection itself once the grace is over too.
+
+mod io;
+
+pub use io::LimitedIo;
+
+use std::io::Result;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio::time::{Instant, Sleep};
+use tokio_stream::Stream;
+use tonic::transport::Server;
+
+/// Bytes a connection must send within the first-bytes timeout: the HTTP/2 connection
+/// preface (24 bytes) and the 9-byte header of the client's first SETTINGS frame
+/// (RFC 9113 §3.4). A real client sends them at once; a TLS ClientHello is longer.
+pub const PREFACE_LEN: usize = 24 + 9;
+
+/// How long the accept loop pauses after an accept error (e.g. out of file descriptors),
+/// so that it does not spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// The connection limits of a gRPC listener. A `None` duration turns that limit off.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Most connections open at once; one more is closed as soon as it is accepted.
+    pub max_connections: usize,
+    /// A connection that has not sent [`PREFACE_LEN`] bytes by then is closed.
+    pub first_bytes_timeout: Option<Duration>,
+    /// How often an HTTP/2 PING is sent on a connection.
+    pub keepalive_interval: Option<Duration>,
+    /// How long a PING may go unanswered before the connection is closed.
+    pub keepalive_timeout: Duration,
+    /// When a connection is told GOAWAY (calls in flight go on, new ones go elsewhere).
+    pub max_connection_age: Option<Duration>,
+    /// How long after the GOAWAY calls in flight may still run before the connection is
+    /// closed.
+    pub max_connection_age_grace: Duration,
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS`: calls a client may have open on one connection.
+    pub max_concurrent_streams: u32,
+    /// Calls served at once per connection; later ones wait in order.
+    pub max_calls_per_connection: usize,
+}
+
+impl ConnectionLimits {
+    /// `builder` with the HTTP/2 limits: keepalive, the stream and call limits, and the
+    /// GOAWAY at the maximum age (the close after the grace is [`LimitedIo`]'s).
+    pub fn apply(&self, builder: Server) -> Server {
+        let builder = builder
+            .http2_keepalive_interval(self.keepalive_interval)
+            .http2_keepalive_timeout(Some(self.keepalive_timeout))
+            .max_concurrent_streams(self.max_concurrent_streams)
+            .concurrency_limit_per_connection(self.max_calls_per_connection);
+        match self.max_connection_age {
+            // No `max_connection_age_grace` here: with one, tonic 0.14 never sends GOAWAY.
+            Some(age) => builder.max_connection_age(age),
+            None => builder,
+        }
+    }
+
+    /// The connections `listener` accepts, each holding a slot of the cap until it closes
+    /// and closed by the first-bytes timeout and at age + grace.
+    pub fn incoming(&self, listener: TcpListener) -> Incoming {
+        Incoming {
+            listener,
+            slots: Arc::new(Semaphore::new(self.max_connections)),
+            limits: self.clone(),
+            backoff: None,
+            refused: 0,
+            warned_at: None,
+        }
+    }
+
+    /// When a connection accepted at `accepted` is closed whatever it is doing: at the
+    /// maximum age plus the grace.
+    fn closes_at(&self, accepted: Instant) -> Option<Instant> {
+        let age = self.max_connection_age?;
+        Some(accepted + age + self.max_connection_age_grace)
+    }
+}
+
+/// The accepted connections of one listener, under its [`ConnectionLimits`]; served with
+/// tonic's `serve_with_incoming_shutdown`.
+pub struct Incoming {
+    listener: TcpListener,
+    slots: Arc<Semaphore>,
+    limits: ConnectionLimits,
+    backoff: Option<Pin<Box<Sleep>>>,
+    refused: u64,
+    warned_at: Option<Instant>,
+}
+
+impl Incoming {
+    /// Logs refusals at the cap: a warning at most once a minute, with how many there were.
+    fn note_refused(&mut self) {
+        self.refused += 1;
+        let now = Instant::now();
+        if self
+            .warned_at
+            .is_none_or(|at| now.duration_since(at) >= Duration::from_secs(60))
+        {
+            tracing::warn!(
+                refused = self.refused,
+                max_connections = self.limits.max_connections,
+                "connection cap reached: closing new connections"
+            );
+            self.warned_at = Some(now);
+            self.refused = 0;
+        }
+    }
+}
+
+impl Stream for Incoming {
+    type Item = Result<LimitedIo>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        if let Some(backoff) = &mut this.backoff {
+            std::task::ready!(backoff.as_mut().poll(cx));
+            this.backoff = None;
+        }
+        loop {
+            let stream = match std::task::ready!(this.listener.poll_accept(cx)) {
+                Ok((stream, _peer)) => stream,
+                Err(e) => {
+                    this.backoff = Some(Box::pin(tokio::time::sleep(ACCEPT_BACKOFF)));
+                    return Poll::Ready(Some(Err(e)));
+                }
+            };
+            let Ok(slot) = this.slots.clone().try_acquire_owned() else {
+                // Dropping the stream closes it.
+                drop(stream);
+                this.note_refused();
+                continue;
+            };
+            let accepted = Instant::now();
+            let first_bytes_by = this.limits.first_bytes_timeout.map(|t| accepted + t);
+            let closes_at = this.limits.closes_at(accepted);
+            let io = LimitedIo::new(stream, slot, first_bytes_by, closes_at);
+            return Poll::Ready(Some(Ok(io)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> ConnectionLimits {
+        ConnectionLimits {
+            max_connections: 2,
+            first_bytes_timeout: Some(Duration::from_secs(1)),
+            keepalive_interval: None,
+            keepalive_timeout: Duration::from_secs(1),
+            max_connection_age: None,
+            max_connection_age_grace: Duration::from_secs(3),
+            max_concurrent_streams: 1,
+            max_calls_per_connection: 1,
+        }
+    }
+
+    #[test]
+    fn a_connection_is_closed_at_age_plus_grace_only_with_an_age() {
+        let now = Instant::now();
+        assert_eq!(limits().closes_at(now), None);
+        let aged = ConnectionLimits {
+            max_connection_age: Some(Duration::from_secs(5)),
+            ..limits()
+        };
+        assert_eq!(aged.closes_at(now), Some(now + Duration::from_secs(8)));
+    }
+}

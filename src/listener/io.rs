@@ -1,0 +1,152 @@
+//! [`LimitedIo`]: an accepted TCP connection that holds its slot of the connection cap until
+//! it is dropped, and fails every read and write — so the server closes it — once it missed
+//! the first-bytes timeout or outlived its maximum age plus grace.
+
+use super::PREFACE_LEN;
+use std::io::{Error, ErrorKind, IoSlice, Result};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::{Instant, Sleep};
+use tonic::transport::server::{Connected, TcpConnectInfo};
+
+/// Which deadline a connection is under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Fewer than [`PREFACE_LEN`] bytes read so far; the deadline is the first-bytes one.
+    Preface,
+    /// The preface is in; the deadline (if any) is the end of the grace after the age.
+    Serving,
+}
+
+/// An accepted connection under the listener's limits (see the module docs of
+/// `crate::listener`).
+pub struct LimitedIo {
+    io: TcpStream,
+    phase: Phase,
+    read: usize,
+    deadline: Option<Pin<Box<Sleep>>>,
+    closes_at: Option<Instant>,
+    _slot: OwnedSemaphorePermit,
+}
+
+impl LimitedIo {
+    /// `io` holding `slot`; closed at `first_bytes_by` unless it sent the preface by then,
+    /// and at `closes_at` in any case.
+    pub(super) fn new(
+        io: TcpStream,
+        slot: OwnedSemaphorePermit,
+        first_bytes_by: Option<Instant>,
+        closes_at: Option<Instant>,
+    ) -> LimitedIo {
+        // The first-bytes deadline never outlasts the age's.
+        let first = match (first_bytes_by, closes_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        LimitedIo {
+            io,
+            phase: Phase::Preface,
+            read: 0,
+            deadline: first.map(|at| Box::pin(tokio::time::sleep_until(at))),
+            closes_at,
+            _slot: slot,
+        }
+    }
+
+    /// An error once the current deadline has passed (registering for a wake-up at it
+    /// otherwise).
+    fn expired(&mut self, cx: &mut Context<'_>) -> Option<Error> {
+        let deadline = self.deadline.as_mut()?;
+        if deadline.as_mut().poll(cx).is_pending() {
+            return None;
+        }
+        let why = match self.phase {
+            Phase::Preface => "no HTTP/2 preface within the first-bytes timeout",
+            Phase::Serving => "the connection's maximum age and grace are over",
+        };
+        Some(Error::new(ErrorKind::TimedOut, why))
+    }
+
+    /// Counts `n` bytes read; once the preface is in, the deadline becomes the age's.
+    fn note_read(&mut self, n: usize) {
+        if self.phase == Phase::Serving {
+            return;
+        }
+        self.read += n;
+        if self.read >= PREFACE_LEN {
+            self.phase = Phase::Serving;
+            self.deadline = self
+                .closes_at
+                .map(|at| Box::pin(tokio::time::sleep_until(at)));
+        }
+    }
+}
+
+impl Connected for LimitedIo {
+    type ConnectInfo = TcpConnectInfo;
+
+    fn connect_info(&self) -> TcpConnectInfo {
+        self.io.connect_info()
+    }
+}
+
+impl AsyncRead for LimitedIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<Result<()>> {
+        if let Some(e) = self.expired(cx) {
+            return Poll::Ready(Err(e));
+        }
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.io).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = polled {
+            let n = buf.filled().len() - before;
+            self.note_read(n);
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for LimitedIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<Result<usize>> {
+        if let Some(e) = self.expired(cx) {
+            return Poll::Ready(Err(e));
+        }
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<Result<usize>> {
+        if let Some(e) = self.expired(cx) {
+            return Poll::Ready(Err(e));
+        }
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        if let Some(e) = self.expired(cx) {
+            return Poll::Ready(Err(e));
+        }
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
