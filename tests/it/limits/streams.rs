@@ -32,16 +32,20 @@ async fn the_server_announces_max_concurrent_streams_and_holds_a_client_to_it() 
         .configure(|c| c.connections.max_concurrent_streams = 2)
         .spawn()
         .await;
-    let (mut send, _conn) = wire::h2_connect(app.addr).await;
+    let (mut send, conn) = wire::h2_connect(app.addr).await;
     // One whole call, so the server's SETTINGS have been read.
     let (answer, mut body) = wire::open_call(&mut send, app.addr, "Get", Vec::new());
     body.send_data(get("a").into(), true).unwrap();
     assert_eq!(wire::status(answer).await, Code::NotFound);
     assert_eq!(send.current_max_send_streams(), 2);
     // Two calls held open take both streams; a third waits for one of them.
+    // (h2 sends a request once the one before it has a stream: `ready`.)
     let whole = get("a");
+    let mut send = send.ready().await.expect("ready");
     let (first, mut first_body) = wire::open_call(&mut send, app.addr, "Get", whole[..3].to_vec());
+    let mut send = send.ready().await.expect("ready");
     let (_second, _second_body) = wire::open_call(&mut send, app.addr, "Get", whole[..3].to_vec());
+    let mut send = send.ready().await.expect("ready");
     // h2 keeps it pending until the server's limit lets it open.
     let (third, mut third_body) = wire::open_call(&mut send, app.addr, "Get", Vec::new());
     third_body.send_data(get("a").into(), true).unwrap();
@@ -53,6 +57,8 @@ async fn the_server_announces_max_concurrent_streams_and_holds_a_client_to_it() 
     assert_eq!(wire::status(first).await, Code::NotFound);
     let third = tokio::time::timeout(BOUND, third).await;
     assert_eq!(third.expect("the third call ran"), Code::NotFound);
+    // The calls left open would hold up the server's shutdown for its grace period.
+    conn.abort();
     app.shutdown().await;
 }
 
@@ -63,7 +69,7 @@ async fn calls_beyond_the_per_connection_limit_wait_for_one_to_finish() {
         .configure(|c| c.connections.max_calls_per_connection = 2)
         .spawn()
         .await;
-    let (mut send, _conn) = wire::h2_connect(app.addr).await;
+    let (mut send, conn) = wire::h2_connect(app.addr).await;
     let whole = get("a");
     let (first, mut first_body) = wire::open_call(&mut send, app.addr, "Get", whole[..3].to_vec());
     let (_second, _second_body) = wire::open_call(&mut send, app.addr, "Get", whole[..3].to_vec());
@@ -86,13 +92,15 @@ async fn calls_beyond_the_per_connection_limit_wait_for_one_to_finish() {
     assert_eq!(wire::status(first).await, Code::NotFound);
     let third = tokio::time::timeout(BOUND, third).await;
     assert_eq!(third.expect("the third call ran"), Code::NotFound);
+    // The calls left open would hold up the server's shutdown for its grace period.
+    conn.abort();
     app.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_declaring_4_mib_is_resource_exhausted_before_its_body_arrives() {
     let app = TestApp::builder().backend(Backend::Sqlite).spawn().await;
-    let (mut send, _conn) = wire::h2_connect(app.addr).await;
+    let (mut send, conn) = wire::h2_connect(app.addr).await;
     let mut body = vec![0];
     body.extend((4u32 * 1024 * 1024).to_be_bytes());
     body.extend([0; 1024]);
@@ -101,6 +109,8 @@ async fn a_request_declaring_4_mib_is_resource_exhausted_before_its_body_arrives
     let code = tokio::time::timeout(BOUND, wire::status(answer)).await;
     assert_eq!(code.expect("answered at once"), Code::ResourceExhausted);
     assert_eq!(app.receipt_rows().await, 0);
+    // The calls left open would hold up the server's shutdown for its grace period.
+    conn.abort();
     app.shutdown().await;
 }
 
