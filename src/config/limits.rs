@@ -95,18 +95,26 @@ mod tests {
 
     #[test]
     fn the_defaults_turn_every_limit_on() {
+        use crate::config::{defaults, parse_duration};
+        let d = |text: &str| parse_duration(text).unwrap();
         let limits = parse(&[]).unwrap();
-        assert_eq!(limits.max_connections, 1000);
-        assert_eq!(limits.first_bytes_timeout, Some(Duration::from_secs(10)));
-        assert_eq!(limits.keepalive_interval, Some(Duration::from_secs(60)));
-        assert_eq!(limits.keepalive_timeout, Duration::from_secs(20));
+        assert_eq!(limits.max_connections, defaults::MAX_CONNECTIONS as usize);
+        let first_bytes = Some(d(defaults::FIRST_BYTES_TIMEOUT));
+        assert_eq!(limits.first_bytes_timeout, first_bytes);
+        let keepalive = Some(d(defaults::KEEPALIVE_INTERVAL));
+        assert_eq!(limits.keepalive_interval, keepalive);
+        assert_eq!(limits.keepalive_timeout, d(defaults::KEEPALIVE_TIMEOUT));
+        let age = Some(d(defaults::MAX_CONNECTION_AGE));
+        assert_eq!(limits.max_connection_age, age);
+        let grace = d(defaults::MAX_CONNECTION_AGE_GRACE);
+        assert_eq!(limits.max_connection_age_grace, grace);
+        assert!(first_bytes.is_some_and(|t| !t.is_zero()) && age.is_some_and(|t| !t.is_zero()));
         assert_eq!(
-            limits.max_connection_age,
-            Some(Duration::from_secs(30 * 60))
+            limits.max_concurrent_streams,
+            defaults::MAX_CONCURRENT_STREAMS
         );
-        assert_eq!(limits.max_connection_age_grace, Duration::from_secs(10));
-        assert_eq!(limits.max_concurrent_streams, 100);
-        assert_eq!(limits.max_calls_per_connection, 100);
+        let calls = defaults::MAX_CALLS_PER_CONNECTION as usize;
+        assert_eq!(limits.max_calls_per_connection, calls);
     }
 
     #[test]
