@@ -129,6 +129,19 @@ pub struct ServeArgs {
     #[arg(long, env = "CLAIMD_KEY_CACHE_TTL", default_value = defaults::KEY_CACHE_TTL,
           value_parser = parse_duration)]
     pub key_cache_ttl: Duration,
+    /// Failed authentications allowed per peer address per `--auth-failure-window` (a token
+    /// bucket); beyond it, attempts with keys not known to work get RESOURCE_EXHAUSTED. 0: off.
+    #[arg(long, env = "CLAIMD_AUTH_FAILURE_LIMIT", default_value_t = defaults::AUTH_FAILURE_LIMIT)]
+    pub auth_failure_limit: u32,
+    /// How long a peer address's `--auth-failure-limit` takes to refill.
+    #[arg(long, env = "CLAIMD_AUTH_FAILURE_WINDOW", default_value = defaults::AUTH_FAILURE_WINDOW,
+          value_parser = parse_duration)]
+    pub auth_failure_window: Duration,
+    /// How often the `last_used_at` of the API keys in use is written (at most once per
+    /// interval per key, off the request path).
+    #[arg(long, env = "CLAIMD_KEY_TOUCH_INTERVAL", default_value = defaults::KEY_TOUCH_INTERVAL,
+          value_parser = parse_duration)]
+    pub key_touch_interval: Duration,
     /// How long in-flight calls may run after SIGTERM/SIGINT before the process exits.
     #[arg(long, env = "CLAIMD_SHUTDOWN_GRACE", default_value = defaults::SHUTDOWN_GRACE,
           value_parser = parse_duration)]
@@ -202,6 +215,12 @@ pub struct Config {
     pub allow_unauthenticated: bool,
     /// API-key cache lifetime (bounds how long a revoked key keeps working).
     pub key_cache_ttl: Duration,
+    /// Failed authentications per peer address per window; 0: no limit.
+    pub auth_failure_limit: u32,
+    /// Refill time of the failure limit.
+    pub auth_failure_window: Duration,
+    /// How often `last_used_at` is written.
+    pub key_touch_interval: Duration,
 }
 
 impl Config {
@@ -209,6 +228,16 @@ impl Config {
     /// on loopback, or when explicitly allowed.
     pub fn allows_calls_without_keys(&self) -> bool {
         self.listen.ip().is_loopback() || self.allow_unauthenticated
+    }
+
+    /// How the authenticator caches, limits failures and records key use.
+    pub fn auth_options(&self) -> crate::auth::AuthOptions {
+        crate::auth::AuthOptions {
+            cache_ttl: self.key_cache_ttl,
+            failure_limit: self.auth_failure_limit,
+            failure_window: self.auth_failure_window,
+            touch_interval: self.key_touch_interval,
+        }
     }
 
     /// The TLS files of the main listener.
@@ -267,6 +296,9 @@ impl Config {
             metrics_interval: args.metrics_interval,
             allow_unauthenticated: args.allow_unauthenticated,
             key_cache_ttl: args.key_cache_ttl,
+            auth_failure_limit: args.auth_failure_limit,
+            auth_failure_window: args.auth_failure_window,
+            key_touch_interval: args.key_touch_interval,
         })
     }
 }

@@ -89,6 +89,8 @@ impl From<Refusal> for Status {
             Refusal::RevokedKey | Refusal::NamespaceDenied(_) | Refusal::NamespaceRequired => {
                 Code::PermissionDenied
             }
+            // Too many failed authentications from this peer address (issue 17 §5).
+            Refusal::TooManyFailures => Code::ResourceExhausted,
         };
         Status::new(code, refusal.to_string())
     }
@@ -168,6 +170,9 @@ mod tests {
         for refusal in denied {
             assert_eq!(Status::from(refusal).code(), Code::PermissionDenied);
         }
+        let throttled = Status::from(Refusal::TooManyFailures);
+        assert_eq!(throttled.code(), Code::ResourceExhausted);
+        assert!(throttled.message().contains("too many failed authentications"));
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! Seal key files: one base64 key per line, the current one first, `#` comments allowed.
-//! The embedded store generates one (mode 0600) on first start; it is written under a
-//! temporary name and linked into place, so a crash never leaves a half-written key file and
-//! two processes starting at once end up with the same key.
+//! The embedded store generates one (mode 0600, its directory 0700 when created) on first
+//! start; it is written under a temporary name and linked into place, so a crash never
+//! leaves a half-written key file and two processes starting at once end up with the same
+//! key. The temporary file is created exclusively (`O_CREAT|O_EXCL`, `O_NOFOLLOW`, 0600):
+//! a file or symlink left at its name is removed (never followed or reused) and creation
+//! tried once more. A key file readable by group or others is refused (issue 17 §6).
 
 use super::ring::{KeyError, KeyRing, encode_key, generate_key};
 use std::io::Write;
@@ -48,7 +51,7 @@ pub fn load_or_create(path: &Path) -> Result<(KeyRing, bool), KeyError> {
         return Ok((load(path)?, false));
     }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(file_error(dir))?;
+        crate::private_fs::create_dir_all(dir).map_err(file_error(dir))?;
     }
     let temp = temp_path(path);
     let written = write_new(&temp);
@@ -68,21 +71,25 @@ pub fn load_or_create(path: &Path) -> Result<(KeyRing, bool), KeyError> {
     }
 }
 
+/// The temporary name the new key file is written under before it is linked into place:
+/// `<path>.tmp-<process id>`.
 fn temp_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(format!(".tmp-{}", std::process::id()));
     PathBuf::from(name)
 }
 
+/// Creates `path` exclusively and writes a new key into it. Whatever was at `path` (a stale
+/// temporary file, or a file or symlink planted there) is removed, not followed, and the
+/// exclusive creation tried once more.
 fn write_new(path: &Path) -> std::io::Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(path)?;
+    let mut file = match crate::private_fs::create_new(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            std::fs::remove_file(path)?;
+            crate::private_fs::create_new(path)?
+        }
+        other => other?,
+    };
     writeln!(
         file,
         "# claimd seal keys: one base64 AES-256 key per line, the current key first; keys\n\
