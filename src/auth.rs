@@ -261,11 +261,7 @@ impl Authenticator {
     }
 
     /// The answer for a well-formed key; the outer error is a store failure (not cached).
-    async fn look_up(
-        &self,
-        id: &str,
-        hash: &[u8],
-    ) -> Result<Result<Known, Refusal>, StoreError> {
+    async fn look_up(&self, id: &str, hash: &[u8]) -> Result<Result<Known, Refusal>, StoreError> {
         let Some(stored) = self.store.find_key(id).await? else {
             return Ok(Err(Refusal::UnknownKey));
         };

@@ -172,7 +172,11 @@ mod tests {
         }
         let throttled = Status::from(Refusal::TooManyFailures);
         assert_eq!(throttled.code(), Code::ResourceExhausted);
-        assert!(throttled.message().contains("too many failed authentications"));
+        assert!(
+            throttled
+                .message()
+                .contains("too many failed authentications")
+        );
     }
 
     #[test]

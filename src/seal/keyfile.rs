@@ -20,21 +20,25 @@ fn file_error(path: &Path) -> impl FnOnce(std::io::Error) -> KeyError + '_ {
     }
 }
 
-/// Reads the key ring in `path`. Warns (without the keys) when the file is readable by
-/// anybody but its owner.
+/// Reads the key ring in `path`; refuses a file that group or others may access (the
+/// error names the file and says to `chmod 600` it).
 pub fn load(path: &Path) -> Result<KeyRing, KeyError> {
-    let text = std::fs::read_to_string(path).map_err(file_error(path))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         let meta = std::fs::metadata(path).map_err(file_error(path))?;
-        if meta.permissions().mode() & 0o077 != 0 {
-            tracing::warn!(
-                path = %path.display(),
-                "the seal key file is readable by other users; chmod 600 it"
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            let reason = format!(
+                "mode {mode:o} lets other users read it: run `chmod 600 {}` (owned by the \
+                 user claimd runs as)",
+                path.display()
             );
+            let denied = std::io::Error::new(std::io::ErrorKind::PermissionDenied, reason);
+            return Err(file_error(path)(denied));
         }
     }
+    let text = std::fs::read_to_string(path).map_err(file_error(path))?;
     KeyRing::parse_file(&text).map_err(|e| match e {
         KeyError::Empty => KeyError::File {
             path: path.to_owned(),

@@ -253,6 +253,12 @@ fn an_empty_key_file_is_an_error_naming_the_file() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join(KEY_FILE_NAME);
     std::fs::write(&path, "# nothing here\n").unwrap();
+    // Key files must be the owner's only (issue 17 §6), or the mode is the error.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
     let error = load_key_file(&path).unwrap_err().to_string();
     assert!(
         error.contains(KEY_FILE_NAME) && error.contains("no key"),

@@ -11,6 +11,7 @@
 mod common;
 
 mod auth;
+mod auth_flood;
 mod cli;
 mod client_guard;
 mod concurrency;
@@ -22,6 +23,7 @@ mod drain;
 mod durability;
 mod embedded;
 mod fencing;
+mod file_modes;
 mod health;
 mod health_listener;
 mod holder_actions;
