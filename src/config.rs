@@ -14,12 +14,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod auth;
 mod database;
 pub mod defaults;
 pub mod duration;
 mod metrics;
 pub mod policies;
 mod sealing;
+pub use auth::AuthArgs;
 pub use database::{DatabaseArgs, ResealArgs};
 pub use duration::parse_duration;
 pub use metrics::{MetricsListen, parse_metrics_listen};
@@ -129,19 +131,9 @@ pub struct ServeArgs {
     #[arg(long, env = "CLAIMD_KEY_CACHE_TTL", default_value = defaults::KEY_CACHE_TTL,
           value_parser = parse_duration)]
     pub key_cache_ttl: Duration,
-    /// Failed authentications allowed per peer address per `--auth-failure-window` (a token
-    /// bucket); beyond it, attempts with keys not known to work get RESOURCE_EXHAUSTED. 0: off.
-    #[arg(long, env = "CLAIMD_AUTH_FAILURE_LIMIT", default_value_t = defaults::AUTH_FAILURE_LIMIT)]
-    pub auth_failure_limit: u32,
-    /// How long a peer address's `--auth-failure-limit` takes to refill.
-    #[arg(long, env = "CLAIMD_AUTH_FAILURE_WINDOW", default_value = defaults::AUTH_FAILURE_WINDOW,
-          value_parser = parse_duration)]
-    pub auth_failure_window: Duration,
-    /// How often the `last_used_at` of the API keys in use is written (at most once per
-    /// interval per key, off the request path).
-    #[arg(long, env = "CLAIMD_KEY_TOUCH_INTERVAL", default_value = defaults::KEY_TOUCH_INTERVAL,
-          value_parser = parse_duration)]
-    pub key_touch_interval: Duration,
+    /// The failed-authentication limit and the `last_used_at` flush.
+    #[command(flatten)]
+    pub auth: AuthArgs,
     /// How long in-flight calls may run after SIGTERM/SIGINT before the process exits.
     #[arg(long, env = "CLAIMD_SHUTDOWN_GRACE", default_value = defaults::SHUTDOWN_GRACE,
           value_parser = parse_duration)]
@@ -264,6 +256,7 @@ impl Config {
     ) -> anyhow::Result<Config> {
         let database_url = args.database.url()?;
         let policies = args.policy.policies()?;
+        args.auth.validate()?;
         // TLS first: a wrong flag combination or a bad PEM file stops claimd before anything
         // touches disk (`Application::build` reads the files again to serve them).
         let tls = TlsFiles {
@@ -296,9 +289,9 @@ impl Config {
             metrics_interval: args.metrics_interval,
             allow_unauthenticated: args.allow_unauthenticated,
             key_cache_ttl: args.key_cache_ttl,
-            auth_failure_limit: args.auth_failure_limit,
-            auth_failure_window: args.auth_failure_window,
-            key_touch_interval: args.key_touch_interval,
+            auth_failure_limit: args.auth.auth_failure_limit,
+            auth_failure_window: args.auth.auth_failure_window,
+            key_touch_interval: args.auth.key_touch_interval,
         })
     }
 }
