@@ -91,3 +91,44 @@ impl Answers {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn digest(n: usize) -> KeyDigest {
+        let mut d = [0u8; 32];
+        d[..8].copy_from_slice(&n.to_le_bytes());
+        d
+    }
+
+    #[test]
+    fn failures_never_evict_a_success() {
+        let answers = Answers::new(Duration::from_secs(60));
+        let known = Known {
+            id: "0123456789abcdef".into(),
+            principal: Principal::default_tenant(),
+        };
+        answers.put(digest(0), &Ok(known));
+        for n in 1..=ENTRIES + 10 {
+            answers.put(digest(n), &Err(Refusal::UnknownKey));
+        }
+        assert!(matches!(answers.get(&digest(0)), Cached::Good(_)));
+        assert!(matches!(answers.get(&digest(1)), Cached::Miss));
+        let last = answers.get(&digest(ENTRIES + 10));
+        assert!(matches!(last, Cached::Bad(Refusal::UnknownKey)));
+    }
+
+    #[test]
+    fn an_old_success_is_stale_and_a_later_failure_replaces_it() {
+        let answers = Answers::new(Duration::ZERO);
+        let known = Known {
+            id: "0123456789abcdef".into(),
+            principal: Principal::default_tenant(),
+        };
+        answers.put(digest(0), &Ok(known));
+        assert!(matches!(answers.get(&digest(0)), Cached::Stale));
+        answers.put(digest(0), &Err(Refusal::RevokedKey));
+        assert!(matches!(answers.get(&digest(0)), Cached::Miss));
+    }
+}

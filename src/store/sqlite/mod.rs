@@ -69,6 +69,7 @@ impl SqliteDriver {
         {
             crate::private_fs::create_dir_all(dir)
                 .map_err(|e| StoreError::Open(format!("cannot create {}: {e}", dir.display())))?;
+            warn_if_open(dir);
         }
         private_files(connect.get_filename())?;
         let lock = match options.exclusive {
@@ -119,6 +120,25 @@ fn private_files(database: &std::path::Path) -> Result<(), StoreError> {
         crate::private_fs::restrict(&path).map_err(|e| fail(&path, e))?;
     }
     Ok(())
+}
+
+/// Warns when an existing data directory (not a shared, sticky one such as `/tmp`) lets
+/// other users list it: the files in it are 0600, but `chmod 700` it.
+fn warn_if_open(dir: &std::path::Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir).map_or(0, |m| m.permissions().mode());
+        if mode & 0o077 != 0 && mode & 0o1000 == 0 {
+            tracing::warn!(
+                dir = %dir.display(),
+                mode = format!("{:o}", mode & 0o777),
+                "the data directory is open to other users; chmod 700 it"
+            );
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
 }
 
 /// Every SQLite error goes through here: a busy or unopenable database is unavailable.
