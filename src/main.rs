@@ -46,7 +46,8 @@ async fn serve(args: claimd::config::ServeArgs) -> anyhow::Result<()> {
     app.run_until(shutdown_signal()).await
 }
 
-/// `claimd reseal`: every row's payloads sealed again under the current key.
+/// `claimd reseal`: every row's payloads sealed again in the current format under the
+/// current key; with `--dry-run`, only counted (printed on stdout).
 async fn reseal(args: claimd::config::ResealArgs) -> anyhow::Result<()> {
     claimd::telemetry::init(claimd::config::LogFormat::Text);
     let url = args.database.url()?;
@@ -56,13 +57,31 @@ async fn reseal(args: claimd::config::ResealArgs) -> anyhow::Result<()> {
         ..args.database.store_options()
     };
     let store = claimd::store::open(&url, &options).await?;
-    let total = claimd::store::reseal_all(store.as_ref(), args.batch_size).await?;
+    let dry_run = args.dry_run;
+    let total = claimd::store::reseal_all(store.as_ref(), args.batch_size, dry_run).await?;
     tracing::info!(
         scanned = total.scanned,
         rewritten = total.rewritten,
         unreadable = total.unreadable,
+        old_format = total.old_format,
+        old_key = total.old_key,
+        plaintext = total.plaintext,
+        dry_run,
         "reseal done"
     );
+    if dry_run {
+        println!(
+            "reseal --dry-run: scanned={} rows_to_reseal={} unreadable={} old_format={} \
+             old_key={} plaintext={}",
+            total.scanned,
+            total.rewritten,
+            total.unreadable,
+            total.old_format,
+            total.old_key,
+            total.plaintext
+        );
+        return Ok(());
+    }
     if total.unreadable > 0 {
         anyhow::bail!(
             "{} rows did not open with the configured keys and were left as they are (see the \

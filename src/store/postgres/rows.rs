@@ -6,8 +6,8 @@ use super::{PgDriver, ReceiptRow, clock, interpret};
 use crate::domain::{ClaimInput, ClaimOutcome, Policy, Receipt, ReceiptKey, Timestamp};
 use crate::seal::Sealer;
 use crate::store::driver::{Driver, Row};
+use crate::store::reseal::ResealRow;
 use crate::store::row::columns;
-use crate::store::sealed::ResealRow;
 use crate::store::{ResealCursor, StoreError, StoredBlobs};
 use async_trait::async_trait;
 use sqlx::{FromRow, Postgres, Transaction};
@@ -48,7 +48,7 @@ const WRITE_UNSEALED: &str = concat!(
 );
 
 const RESEAL_ROWS: &str = "SELECT tenant_id, namespace, key, last_error, checkpoint, response,
-    recovery_payload FROM receipts
+    recovery_payload, life_id FROM receipts
     WHERE $1::text IS NULL OR (tenant_id, namespace, key) > ($1, $2::text, $3::text)
     ORDER BY tenant_id, namespace, key
     LIMIT $4
