@@ -1,4 +1,4 @@
-//! The janitor (DESIGN §3.7, "bounded growth"): a small background service that, every
+//! The janitor (docs/DESIGN.md §3.7, "bounded growth"): a small background service that, every
 //! `--janitor-interval`, deletes terminal receipts past their namespace's `retention` and
 //! strips the response from COMPLETED receipts past `response_retention`, leaving a
 //! tombstone that still answers COMPLETED.

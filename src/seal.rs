@@ -1,6 +1,6 @@
-//! Sealing of stored payloads (DESIGN §3.6): the recovery payload, checkpoint, response and
-//! error text are stored with XChaCha20-Poly1305, bound to their row, the row's life and
-//! the field, under a key ring.
+//! Sealing of stored payloads (docs/DESIGN.md §3.6): the recovery payload, checkpoint,
+//! response and error text are stored with XChaCha20-Poly1305, bound to their row, the
+//! row's life and the field, under a key ring.
 //!
 //! Stored formats, every sealed column of both stores (the first byte says which):
 //!

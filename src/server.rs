@@ -246,7 +246,7 @@ where
         .await
 }
 
-/// Protected mode (DESIGN §5): without API keys claimd serves only on loopback, as tenant
+/// Protected mode (docs/DESIGN.md §5): without API keys claimd serves only on loopback, as tenant
 /// `default`, unless told `--allow-unauthenticated`.
 async fn protected_mode(config: &Config, store: &dyn Store) -> anyhow::Result<()> {
     if store.keys_exist().await? {

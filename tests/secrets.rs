@@ -1,8 +1,14 @@
-//! Nothing secret in the clear (DESIGN §3.6): a canary API key, claim tokens and payloads
+//! Nothing secret in the clear (docs/DESIGN.md §3.6): a canary API key, claim tokens and payloads
 //! driven through every path — success, each error, ListOrphaned, quarantine — never appear
 //! in the server's logs at TRACE level, in any error message, or in plaintext in any
 //! database column, on both stores.
+//!
+//! A binary of its own, not a module of `it`: the capture is a global tracing subscriber at
+//! TRACE for every crate, and in the shared binary it would record (and slow down) every
+//! other test running in the process, for as long as the process lives.
 
+#[path = "it/common/mod.rs"]
+#[macro_use]
 mod common;
 
 use claimd::auth::generate_key;
@@ -11,7 +17,7 @@ use claimd::pb::{
     QuarantineRequest, RetryRequest,
 };
 use claimd::store::keys::NewApiKey;
-use common::app::{Backend, TestApp, secs, spawn_app_for};
+use common::app::{Backend, TestApp, secs};
 use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -252,7 +258,7 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
 
 async fn nothing_secret_reaches_logs_errors_or_raw_rows(backend: Backend) {
     let logs = captured_logs();
-    let app = spawn_app_for(backend).await;
+    let app = TestApp::builder().backend(backend).spawn().await;
     let generated = generate_key();
     let new = NewApiKey {
         id: generated.id.clone(),

@@ -1,4 +1,4 @@
-//! Request validation (DESIGN §2 "Error model"): every check names its field and never
+//! Request validation (docs/DESIGN.md §2 "Error model"): every check names its field and never
 //! echoes the value, which may be a secret.
 
 use super::error::InvalidField;

@@ -1,4 +1,4 @@
-//! The Claim decision table of DESIGN §2, as one pure function.
+//! The Claim decision table of docs/DESIGN.md §2, as one pure function.
 
 use super::{Decision, EXCEEDED_MAX_ATTEMPTS, Policy, Receipt, ReceiptKey, State, Timestamp};
 use chrono::TimeDelta;
@@ -51,7 +51,7 @@ impl ClaimOutcome {
     }
 }
 
-/// Decides a Claim against the current receipt at `now` (DESIGN §2, checked in order).
+/// Decides a Claim against the current receipt at `now` (docs/DESIGN.md §2, checked in order).
 pub fn decide_claim(
     current: Option<&Receipt>,
     input: &ClaimInput,

@@ -1,5 +1,5 @@
 //! The pure rules of claimd: receipts, states, decisions, policies, backoff and the
-//! transition functions of DESIGN §2. No I/O, no tonic, no sqlx: every store implements
+//! transition functions of docs/DESIGN.md §2. No I/O, no tonic, no sqlx: every store implements
 //! these rules (in SQL where speed matters) and the model-based tests use them as the oracle.
 
 mod action;

@@ -1,6 +1,6 @@
 'use strict';
 // The helper against a real claimd: `CLAIMD_ADDR=127.0.0.1:50051 node --test test/`.
-// `cargo test --test polyglot node` runs this file against claimd on its embedded store and
+// `cargo test --test it polyglot::node` runs this file against claimd on its embedded store and
 // on PostgreSQL. Every test uses keys of its own, so the file can run against a shared server.
 
 const { test, after } = require('node:test');

@@ -6,7 +6,7 @@ running claimd, configured by the environment:
   CLAIMD_ADDR       claimd's host:port (required)
   CLAIMD_STUBS_DIR  where gen_stubs.py put the stubs (default: _generated/)
   CLAIMD_API_KEY    an API key, if that claimd has keys
-cargo test (tests/polyglot/python.rs) starts claimd and sets them.
+cargo test (tests/it/polyglot/python.rs) starts claimd and sets them.
 """
 
 import hashlib

@@ -1,0 +1,231 @@
+//! [`TestApp`]: a real claimd on 127.0.0.1:0 over a fresh, migrated database (started by
+//! [`TestApp::builder`], see [`super::spawn`]), with a connected gRPC client and the clock
+//! offset the test moves time with; the [`Backend`] a test runs on; small assertions on
+//! replies.
+
+use super::pg;
+use claimd::pb::claim_service_client::ClaimServiceClient;
+use claimd::pb::{self, ClaimRequest, ClaimResponse, Decision};
+use claimd::store::{self, Clock, Store};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tonic::transport::{Channel, ClientTlsConfig};
+
+/// Which store a test runs against; the conformance suite runs every test on both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// A fresh database on the harness's PostgreSQL.
+    Postgres,
+    /// A fresh embedded database file in a temporary directory.
+    Sqlite,
+}
+
+impl Backend {
+    /// A fresh, empty database of this kind: its URL and, for SQLite, the directory that
+    /// holds it (deleted when dropped).
+    pub async fn fresh_database(self) -> (String, Option<tempfile::TempDir>) {
+        match self {
+            Backend::Postgres => (pg::fresh_database().await, None),
+            Backend::Sqlite => {
+                // A test cannot run without somewhere to put its database.
+                let dir = tempfile::tempdir().expect("temp dir");
+                let url = format!("sqlite://{}/claimd.db", dir.path().display());
+                (url, Some(dir))
+            }
+        }
+    }
+}
+
+/// A running claimd and what a test needs to talk to it.
+pub struct TestApp {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Where the plaintext health-only listener is, if the configuration asked for one.
+    pub health_addr: Option<SocketAddr>,
+    /// Where Prometheus `/metrics` is served (port 0 unless the test turned metrics off).
+    pub metrics_addr: Option<SocketAddr>,
+    /// A connected client.
+    pub client: ClaimServiceClient<Channel>,
+    /// The server's janitor (same store and policies): `run_once` prunes now.
+    pub janitor: claimd::janitor::Janitor,
+    /// The server's policies in force: `replace` applies new ones to the next call.
+    pub policies: claimd::domain::PolicyHandle,
+    /// The database clock offset shared with the server's store.
+    pub clock: Clock,
+    /// The server's sealer (by default one random key), for stores the test opens itself.
+    pub seal: Arc<claimd::seal::Sealer>,
+    /// The test's own database.
+    pub database_url: String,
+    pub(super) shutdown: Option<oneshot::Sender<()>>,
+    pub(super) handle: Option<JoinHandle<anyhow::Result<()>>>,
+    pub(super) _dir: Option<tempfile::TempDir>,
+}
+
+/// A client connected to `addr`.
+pub async fn connect(addr: SocketAddr) -> ClaimServiceClient<Channel> {
+    let endpoint = format!("http://{addr}");
+    // The server was bound before this is called, so connecting must work.
+    ClaimServiceClient::connect(endpoint)
+        .await
+        .expect("client connects")
+}
+
+/// A channel to `addr` over TLS with `tls` (which names the server `localhost`); the error
+/// if the TCP connection, the TLS handshake or the HTTP/2 handshake fails.
+pub async fn tls_channel(
+    addr: SocketAddr,
+    tls: ClientTlsConfig,
+) -> Result<Channel, tonic::transport::Error> {
+    // `https://` and a socket address always make a valid URI.
+    Channel::from_shared(format!("https://{addr}"))
+        .expect("a valid URI")
+        .tls_config(tls.domain_name("localhost"))?
+        .connect()
+        .await
+}
+
+impl TestApp {
+    /// Moves the database clock forward without sleeping.
+    pub fn advance(&self, by: Duration) {
+        self.clock
+            .advance(chrono::TimeDelta::from_std(by).unwrap_or(chrono::TimeDelta::MAX));
+    }
+
+    /// A second client, e.g. for another concurrent caller.
+    pub async fn new_client(&self) -> ClaimServiceClient<Channel> {
+        connect(self.addr).await
+    }
+
+    /// A store on the same database, clock and seal keys, to seed or inspect rows directly (e.g. for
+    /// another tenant).
+    pub async fn store(&self) -> Arc<dyn Store> {
+        let options = store::StoreOptions {
+            clock: self.clock.clone(),
+            seal: self.seal.clone(),
+            ..store::StoreOptions::default()
+        };
+        // The server is using this database right now.
+        store::open(&self.database_url, &options)
+            .await
+            .expect("store opens")
+    }
+
+    /// Claims `key` in `namespace` with fingerprint `fp` and a 30 s lease.
+    pub async fn claim(&self, namespace: &str, key: &str, fp: &[u8]) -> ClaimResponse {
+        let request = ClaimRequest {
+            namespace: namespace.into(),
+            key: key.into(),
+            fingerprint: fp.to_vec(),
+            lease_ttl: Some(prost_types::Duration {
+                seconds: 30,
+                nanos: 0,
+            }),
+            ..Default::default()
+        };
+        // Helpers are for the happy path; tests of errors call the client directly.
+        self.client
+            .clone()
+            .claim(request)
+            .await
+            .expect("Claim succeeds")
+            .into_inner()
+    }
+
+    /// The receipt as Get returns it.
+    pub async fn get(&self, namespace: &str, key: &str) -> Result<pb::Receipt, tonic::Status> {
+        let request = pb::GetRequest {
+            namespace: namespace.into(),
+            key: key.into(),
+        };
+        let response = self.client.clone().get(request).await?.into_inner();
+        // Get always carries a receipt.
+        Ok(response.receipt.expect("Get returns a receipt"))
+    }
+
+    /// Rows in the receipts table of the test's own database, whatever their tenant, read
+    /// with the database's own driver (to prove a rejected call wrote nothing).
+    pub async fn receipt_rows(&self) -> i64 {
+        use sqlx::Connection;
+        let count = "SELECT count(*) FROM receipts";
+        // The test's database is up while its server runs.
+        if self.database_url.starts_with("sqlite:") {
+            let mut conn = sqlx::SqliteConnection::connect(&self.database_url)
+                .await
+                .expect("connect");
+            sqlx::query_scalar(count)
+                .fetch_one(&mut conn)
+                .await
+                .expect("count")
+        } else {
+            let mut conn = sqlx::PgConnection::connect(&self.database_url)
+                .await
+                .expect("connect");
+            sqlx::query_scalar(count)
+                .fetch_one(&mut conn)
+                .await
+                .expect("count")
+        }
+    }
+
+    /// Stops the server and waits until it has exited.
+    pub async fn shutdown(mut self) {
+        self.stop().await;
+    }
+
+    async fn stop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(handle) = self.handle.take() {
+            // The server task returns its own error; a panic in it fails the test.
+            handle
+                .await
+                .expect("server task")
+                .expect("server exits cleanly");
+        }
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// The decision of a Claim response as the enum.
+pub fn decision(response: &ClaimResponse) -> Decision {
+    Decision::try_from(response.decision).unwrap_or(Decision::Unspecified)
+}
+
+/// Asserts INVALID_ARGUMENT whose message and BadRequest details both name `field`.
+pub fn assert_names_field(status: &tonic::Status, field: &str) {
+    use tonic_types::StatusExt;
+    assert_eq!(
+        status.code(),
+        tonic::Code::InvalidArgument,
+        "{field}: {status:?}"
+    );
+    assert!(
+        status.message().contains(field),
+        "message {:?} does not name {field}",
+        status.message()
+    );
+    let details = status.get_details_bad_request();
+    let details = details.unwrap_or_else(|| panic!("{field}: no BadRequest details: {status:?}"));
+    let fields: Vec<&str> = details
+        .field_violations
+        .iter()
+        .map(|v| v.field.as_str())
+        .collect();
+    assert_eq!(fields, [field], "BadRequest field violations");
+}
+
+/// A protobuf Duration.
+pub fn secs(seconds: i64, nanos: i32) -> Option<prost_types::Duration> {
+    Some(prost_types::Duration { seconds, nanos })
+}

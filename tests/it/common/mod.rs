@@ -1,0 +1,45 @@
+//! The shared test harness: one PostgreSQL server per test process ([`pg`]), a real claimd
+//! on a real socket over a fresh database per test ([`spawn`] builds the [`app::TestApp`]),
+//! ClaimService calls as the decision, holder and fencing tests write them
+//! ([`receipt_ops`]), the real binary as a child process ([`process`]), certificates made at
+//! test time ([`certs`]), the stored sealed columns ([`raw`]), dead letters through List
+//! ([`dead_letters`]), deliberately slow writes ([`blocker`]), health checks ([`probe`]),
+//! README.md's commands ([`readme`]). The `metrics` and `secrets` binaries include this
+//! module too and use only parts of it.
+#![allow(dead_code)]
+
+pub mod app;
+pub mod blocker;
+pub mod certs;
+pub mod dead_letters;
+pub mod pg;
+pub mod probe;
+pub mod process;
+pub mod raw;
+pub mod readme;
+pub mod receipt_ops;
+pub mod spawn;
+
+/// Runs each listed `async fn name(backend: Backend)` twice, as `postgres::name` and
+/// `sqlite::name` in the module that invokes it: one conformance suite, two stores. In
+/// scope wherever `common` is declared with `#[macro_use]`.
+macro_rules! conformance {
+    ($($name:ident),+ $(,)?) => {
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::common::app::Backend::Postgres).await
+                }
+            )+
+        }
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::common::app::Backend::Sqlite).await
+                }
+            )+
+        }
+    };
+}

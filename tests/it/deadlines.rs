@@ -1,0 +1,59 @@
+//! Client deadlines through the real server: a call stuck behind a database lock answers
+//! DEADLINE_EXCEEDED when the caller's deadline passes, and the unfinished work changes
+//! nothing, on both stores.
+
+use crate::common::app::{Backend, TestApp, decision};
+use crate::common::blocker::Blocker;
+use claimd::pb::{CompleteRequest, Decision, State};
+use std::time::Duration;
+use tonic::{Code, Request};
+
+async fn a_call_past_its_deadline_is_deadline_exceeded_and_changes_nothing(backend: Backend) {
+    let app = TestApp::builder().backend(backend).spawn().await;
+    let claimed = app.claim("deadline", "slow", b"fp").await;
+    assert_eq!(decision(&claimed), Decision::Claimed);
+    let before = app.get("deadline", "slow").await.unwrap();
+
+    let mut blocker = Blocker::hold(&app.database_url, "slow").await;
+    let complete = CompleteRequest {
+        namespace: "deadline".into(),
+        key: "slow".into(),
+        claim_token: claimed.claim_token.clone(),
+        response: b"late".to_vec(),
+    };
+    let mut request = Request::new(complete.clone());
+    request.set_timeout(Duration::from_millis(300));
+    let mut client = app.new_client().await;
+    let call = tokio::spawn(async move { client.complete(request).await });
+    blocker.wait_for_waiter().await;
+    let status = call
+        .await
+        .unwrap()
+        .expect_err("the call cannot finish in time");
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+
+    blocker.release().await;
+    // Give the abandoned work every chance to (wrongly) finish once the lock is gone.
+    let after = app.get("deadline", "slow").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let later = app.get("deadline", "slow").await.unwrap();
+    assert_eq!(after, before, "the timed-out Complete changed the receipt");
+    assert_eq!(
+        later, before,
+        "the timed-out Complete changed the receipt later"
+    );
+
+    // The same call with time to spare succeeds.
+    let mut request = Request::new(complete);
+    request.set_timeout(Duration::from_secs(10));
+    let done = app
+        .new_client()
+        .await
+        .complete(request)
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(done.receipt.unwrap().state(), State::Completed);
+}
+
+conformance!(a_call_past_its_deadline_is_deadline_exceeded_and_changes_nothing);

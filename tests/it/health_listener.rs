@@ -1,0 +1,151 @@
+//! docs/DESIGN.md §5 "health may be left open on a separate flag for probes": `--health-listen` is a
+//! second, plaintext listener with nothing but grpc.health.v1.Health (the main listener's
+//! status, no TLS, no API key), which keeps answering NOT_SERVING while the main one drains.
+
+use crate::common::app::{Backend, TestApp, tls_channel};
+use crate::common::certs::Pki;
+use crate::common::probe::{health_in_plaintext, health_over_tls, plaintext_channel, wait_for};
+use claimd::auth::generate_key;
+use claimd::config::Config;
+use claimd::pb::ClaimRequest;
+use claimd::pb::claim_service_client::ClaimServiceClient;
+use claimd::store::keys::NewApiKey;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use tonic::Code;
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::health_client::HealthClient;
+use tonic_reflection::pb::v1::ServerReflectionRequest;
+use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+
+const SERVICE: &str = "claimd.v1.ClaimService";
+
+/// A claimd serving TLS (mTLS with `mtls`) with a health-only listener on a free port, after
+/// `configure` adjusted the rest.
+async fn spawn_with_health(pki: &Pki, mtls: bool, configure: impl FnOnce(&mut Config)) -> TestApp {
+    TestApp::builder()
+        .backend(Backend::Sqlite)
+        .configure(|c: &mut Config| {
+            c.tls_cert = Some(pki.server_cert.clone());
+            c.tls_key = Some(pki.server_key.clone());
+            c.tls_client_ca = mtls.then(|| pki.ca.clone());
+            c.health_listen = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
+            configure(c);
+        })
+        .spawn()
+        .await
+}
+
+fn claim_request(key: &str) -> ClaimRequest {
+    ClaimRequest {
+        namespace: "health".into(),
+        key: key.into(),
+        fingerprint: b"fp".to_vec(),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn the_health_listener_answers_health_in_plaintext_and_serves_nothing_else() {
+    let pki = Pki::new();
+    let app = spawn_with_health(&pki, true, |_| {}).await;
+    // The configuration above asked for the health listener.
+    let health_addr = app.health_addr.expect("--health-listen was set");
+    let channel = plaintext_channel(health_addr).await;
+    // The health listener is plaintext by design.
+    let channel = channel.expect("the health listener takes plaintext connections");
+    wait_for(&channel, "", ServingStatus::Serving).await;
+    wait_for(&channel, SERVICE, ServingStatus::Serving).await;
+
+    let claim = ClaimServiceClient::new(channel.clone())
+        .claim(claim_request("h"))
+        .await;
+    let code = claim.map(|_| ()).map_err(|s| s.code());
+    assert_eq!(code, Err(Code::Unimplemented), "ClaimService there");
+    let list = ServerReflectionRequest {
+        message_request: Some(MessageRequest::ListServices(String::new())),
+        ..Default::default()
+    };
+    let reflection = ServerReflectionClient::new(channel)
+        .server_reflection_info(futures::stream::iter([list]))
+        .await;
+    let code = reflection.map(|_| ()).map_err(|s| s.code());
+    assert_eq!(code, Err(Code::Unimplemented), "reflection there");
+    assert_eq!(app.receipt_rows().await, 0);
+    app.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_health_listener_reports_not_serving_while_the_main_listener_drains() {
+    let pki = Pki::new();
+    let app = spawn_with_health(&pki, false, |c| c.shutdown_grace = Duration::from_secs(3)).await;
+    // The configuration above asked for the health listener.
+    let health_addr = app.health_addr.expect("--health-listen was set");
+    let probe = plaintext_channel(health_addr).await;
+    // The health listener is plaintext by design.
+    let probe = probe.expect("the health listener takes plaintext connections");
+    wait_for(&probe, "", ServingStatus::Serving).await;
+    // A Watch stream on the main listener is a call in flight: draining waits for it.
+    let main = tls_channel(app.addr, pki.client_tls()).await;
+    // Plain TLS (no client CA): trusting the server's CA is enough.
+    let main = main.expect("a client trusting the CA connects");
+    let request = HealthCheckRequest { service: "".into() };
+    let watch = HealthClient::new(main).watch(request).await;
+    // Watch answers at once with the current status while the server runs.
+    let mut watch = watch.expect("Watch starts").into_inner();
+    let first = watch.message().await.expect("Watch answers");
+    assert_eq!(first.map(|r| r.status()), Some(ServingStatus::Serving));
+
+    let stopping = tokio::spawn(app.shutdown());
+    wait_for(&probe, "", ServingStatus::NotServing).await;
+    wait_for(&probe, SERVICE, ServingStatus::NotServing).await;
+    assert!(!stopping.is_finished(), "stopped before the grace period");
+    // A panic in shutdown fails the test here.
+    stopping.await.expect("shutdown completes");
+    let after = health_in_plaintext(health_addr).await;
+    assert!(
+        after.is_err(),
+        "the health listener outlived the server: {after:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_health_listener_needs_no_api_key_once_the_main_listener_does() {
+    let pki = Pki::new();
+    let app = spawn_with_health(&pki, false, |c| {
+        c.key_cache_ttl = Duration::from_millis(100)
+    })
+    .await;
+    let generated = generate_key();
+    let key = NewApiKey {
+        id: generated.id,
+        tenant: "acme".into(),
+        secret_hash: generated.secret_hash,
+        label: None,
+        namespaces: None,
+    };
+    // The test's own database takes a new key.
+    app.store()
+        .await
+        .create_key(&key)
+        .await
+        .expect("key created");
+
+    // With a key on record, the main listener wants one, for health too (after the cache).
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let main = health_over_tls(app.addr, pki.client_tls()).await;
+        if main.as_ref().is_err_and(|e| e.contains("Unauthenticated")) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "main listener health: {main:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The configuration above asked for the health listener.
+    let health_addr = app.health_addr.expect("--health-listen was set");
+    let probe = health_in_plaintext(health_addr).await;
+    assert_eq!(probe, Ok(ServingStatus::Serving));
+    app.shutdown().await;
+}

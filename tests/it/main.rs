@@ -1,0 +1,45 @@
+//! Every integration test of claimd in one binary: one module per area (`decisions`,
+//! `fencing`, …, the clients in other languages under `polyglot`), the harness in `common`.
+//! One binary links the crate once and starts one PostgreSQL for the whole run; its tests run
+//! in parallel threads, so a test that needs something process-wide — the metrics recorder,
+//! the global log subscriber — lives in a binary of its own instead (`tests/metrics/`,
+//! `tests/secrets.rs`). A test that stops PostgreSQL uses a `pg::PrivateCluster` of its own.
+//!
+//! Run one area with `cargo test --test it decisions::`, one store with `postgres::`.
+
+#[macro_use]
+mod common;
+
+mod auth;
+mod cli;
+mod client_guard;
+mod concurrency;
+mod dead_letters;
+mod dead_letters_redrive;
+mod deadlines;
+mod decisions;
+mod drain;
+mod durability;
+mod embedded;
+mod fencing;
+mod health;
+mod health_listener;
+mod holder_actions;
+mod janitor;
+mod janitor_lock;
+mod logs;
+mod model;
+mod model_concurrency;
+mod orphans;
+mod outage_load;
+mod pg_harness;
+mod policies;
+mod polyglot;
+mod quickstart;
+mod sealing;
+mod sealing_keys;
+mod sealing_lifetimes;
+mod tls;
+mod tls_startup;
+mod validation;
+mod validation_tokens;

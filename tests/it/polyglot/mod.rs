@@ -1,0 +1,10 @@
+//! Clients in other languages against the real claimd binary: the Python Slack receiver
+//! ([`python`]), the Node helper ([`node`]), every grpcurl command of the README
+//! ([`readme`]) and `buf lint` of the proto ([`buf`]). Their tools come from the package
+//! registries on first run ([`tools`]).
+
+mod buf;
+mod node;
+mod python;
+mod readme;
+mod tools;
