@@ -2,6 +2,8 @@
 
 use crate::auth::generate_key;
 use crate::config::{DatabaseArgs, KeysCommand};
+use crate::domain::{MAX_NAMESPACE, MAX_TENANT, NAME_ALPHABET};
+use crate::seal::Sealer;
 use crate::store::keys::NewApiKey;
 use std::io::Write;
 
@@ -21,9 +23,9 @@ pub async fn keys(command: KeysCommand) -> anyhow::Result<()> {
             label,
             ..
         } => {
-            check_name("--tenant", &tenant, 64)?;
+            check_name("--tenant", &tenant, MAX_TENANT)?;
             for ns in &namespaces {
-                check_name("--namespaces", ns, 128)?;
+                check_name("--namespaces", ns, MAX_NAMESPACE)?;
             }
             let generated = generate_key();
             let namespaces = (!namespaces.is_empty()).then_some(namespaces);
@@ -79,16 +81,17 @@ pub async fn keys(command: KeysCommand) -> anyhow::Result<()> {
 }
 
 async fn open(database: &DatabaseArgs) -> anyhow::Result<std::sync::Arc<dyn crate::store::Store>> {
-    let store = crate::store::open(&database.url()?, &database.store_options()).await?;
+    // `keys` never reads or writes a payload, so it needs no seal keys.
+    let options = database.store_options(std::sync::Arc::new(Sealer::plaintext()));
+    let store = crate::store::open(&database.url()?, &options).await?;
     store.migrate().await?;
     Ok(store)
 }
 
-/// Tenants and namespaces share the namespace alphabet `[A-Za-z0-9._:/-]`.
+/// Tenants and namespaces share the namespace alphabet (`domain::check_name`).
 fn check_name(flag: &str, name: &str, max: usize) -> anyhow::Result<()> {
-    let allowed = |c: char| c.is_ascii_alphanumeric() || "._:/-".contains(c);
-    if name.is_empty() || name.len() > max || !name.chars().all(allowed) {
-        anyhow::bail!("{flag}: {name:?} must be 1 to {max} characters of A-Z a-z 0-9 . _ : / -");
+    if crate::domain::check_name(name, max).is_err() {
+        anyhow::bail!("{flag}: {name:?} must be 1 to {max} characters of {NAME_ALPHABET}");
     }
     Ok(())
 }

@@ -7,18 +7,23 @@
 //! With no keys at all and `allow_without_keys` (loopback, or `--allow-unauthenticated`),
 //! a call without credentials acts as tenant `default`; once any key has been created, every
 //! call needs a valid one (revoking every key does not reopen anonymous access).
+//!
+//! grpc.health.v1.Health `Check` and `Watch` are served without credentials (they reveal
+//! only the serving status), so probes and meshes that send none can reach the main
+//! listener; reflection and ClaimService need a key. Refusals are [`Refusal`]s, mapped to
+//! status codes in `api/error.rs`.
 
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
-use tonic::Status;
+
+mod layer;
+pub use layer::{AuthLayer, AuthService};
 
 /// Every key starts with this, so leaked keys are easy to find in code and logs scanners.
 pub const KEY_PREFIX: &str = "claimd_";
@@ -26,6 +31,47 @@ pub const KEY_PREFIX: &str = "claimd_";
 pub const DEFAULT_TENANT: &str = "default";
 /// Cached lookups beyond this many are dropped all at once (bounded memory).
 const MAX_CACHED: usize = 10_000;
+
+/// Why a call's credentials, or its key's use of a namespace, were refused. Messages never
+/// carry the key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// No `authorization` metadata.
+    #[error("missing credentials: send the metadata `authorization: Bearer <API key>`")]
+    MissingCredentials,
+    /// `authorization` is not `Bearer <API key>`.
+    #[error("authorization must be `Bearer <API key>`")]
+    NotBearer,
+    /// The key is not `claimd_<id>_<secret>`.
+    #[error("the API key is malformed")]
+    MalformedKey,
+    /// No key with that id and secret.
+    #[error("unknown API key")]
+    UnknownKey,
+    /// The key was revoked.
+    #[error("this API key was revoked")]
+    RevokedKey,
+    /// The key is limited to other namespaces.
+    #[error("this API key may not use namespace {0}")]
+    NamespaceDenied(String),
+    /// The key is limited to some namespaces and the call named none.
+    #[error("this API key is limited to some namespaces: name one")]
+    NamespaceRequired,
+    /// The call did not pass through the authentication layer.
+    #[error("no credentials")]
+    NoPrincipal,
+}
+
+/// Why authentication failed: a refusal, or the key store could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    /// The credentials were refused.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// The keys could not be read.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
 
 /// Who a request acts for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,17 +91,13 @@ impl Principal {
         }
     }
 
-    /// PERMISSION_DENIED unless the key may use `namespace` (`None`: every namespace).
-    pub fn check(&self, namespace: Option<&str>) -> Result<(), Status> {
+    /// Refused unless the key may use `namespace` (`None`: every namespace).
+    pub fn check(&self, namespace: Option<&str>) -> Result<(), Refusal> {
         match (&self.namespaces, namespace) {
             (None, _) => Ok(()),
             (Some(allowed), Some(ns)) if allowed.iter().any(|a| a == ns) => Ok(()),
-            (Some(_), Some(ns)) => Err(Status::permission_denied(format!(
-                "this API key may not use namespace {ns}"
-            ))),
-            (Some(_), None) => Err(Status::permission_denied(
-                "this API key is limited to some namespaces: name one",
-            )),
+            (Some(_), Some(ns)) => Err(Refusal::NamespaceDenied(ns.to_owned())),
+            (Some(_), None) => Err(Refusal::NamespaceRequired),
         }
     }
 }
@@ -95,7 +137,7 @@ fn hash_secret(secret: &str) -> Vec<u8> {
     Sha256::digest(secret.as_bytes()).to_vec()
 }
 
-type Cached = (Instant, Result<Principal, Status>);
+type Cached = (Instant, Result<Principal, Refusal>);
 
 /// Resolves credentials to principals, with a short-lived cache.
 pub struct Authenticator {
@@ -119,27 +161,24 @@ impl Authenticator {
     }
 
     /// The principal for an `authorization` header value (or its absence).
-    pub async fn authenticate(&self, header: Option<&[u8]>) -> Result<Principal, Status> {
+    pub async fn authenticate(&self, header: Option<&[u8]>) -> Result<Principal, AuthError> {
         let Some(header) = header else {
             if self.allow_without_keys && !self.any_keys().await? {
                 return Ok(Principal::default_tenant());
             }
-            return Err(Status::unauthenticated(
-                "missing credentials: send the metadata `authorization: Bearer <API key>`",
-            ));
+            return Err(Refusal::MissingCredentials.into());
         };
         let key = std::str::from_utf8(header)
             .ok()
             .and_then(|h| h.strip_prefix("Bearer "))
-            .ok_or_else(|| Status::unauthenticated("authorization must be `Bearer <API key>`"))?;
-        let (id, secret) = parse_key(key.trim())
-            .ok_or_else(|| Status::unauthenticated("the API key is malformed"))?;
+            .ok_or(Refusal::NotBearer)?;
+        let (id, secret) = parse_key(key.trim()).ok_or(Refusal::MalformedKey)?;
         let hash = hash_secret(secret);
         let cache_key: Vec<u8> = Sha256::digest(key.trim().as_bytes()).to_vec();
         if let Some((at, answer)) = self.lock_keys().get(&cache_key)
             && at.elapsed() < self.ttl
         {
-            return answer.clone();
+            return Ok(answer.clone()?);
         }
         let answer = self.look_up(id, &hash).await?;
         let mut cache = self.lock_keys();
@@ -147,19 +186,23 @@ impl Authenticator {
             cache.clear();
         }
         cache.insert(cache_key, (Instant::now(), answer.clone()));
-        answer
+        Ok(answer?)
     }
 
     /// The answer for a well-formed key; the outer error is a store failure (not cached).
-    async fn look_up(&self, id: &str, hash: &[u8]) -> Result<Result<Principal, Status>, Status> {
+    async fn look_up(
+        &self,
+        id: &str,
+        hash: &[u8],
+    ) -> Result<Result<Principal, Refusal>, StoreError> {
         let Some(stored) = self.store.use_key(id, hash).await? else {
-            return Ok(Err(Status::unauthenticated("unknown API key")));
+            return Ok(Err(Refusal::UnknownKey));
         };
         if !bool::from(stored.secret_hash.ct_eq(hash)) {
-            return Ok(Err(Status::unauthenticated("unknown API key")));
+            return Ok(Err(Refusal::UnknownKey));
         }
         if stored.revoked_at.is_some() {
-            return Ok(Err(Status::permission_denied("this API key was revoked")));
+            return Ok(Err(Refusal::RevokedKey));
         }
         Ok(Ok(Principal {
             tenant: stored.tenant,
@@ -167,7 +210,7 @@ impl Authenticator {
         }))
     }
 
-    async fn any_keys(&self) -> Result<bool, Status> {
+    async fn any_keys(&self) -> Result<bool, StoreError> {
         let cached = *self.keys_exist.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((at, exist)) = cached
             && at.elapsed() < self.ttl
@@ -182,78 +225,6 @@ impl Authenticator {
     fn lock_keys(&self) -> std::sync::MutexGuard<'_, HashMap<Vec<u8>, Cached>> {
         // A panic while holding the cache cannot leave it inconsistent: use it anyway.
         self.keys.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// The tower layer that authenticates every request before any service sees it.
-#[derive(Clone)]
-pub struct AuthLayer {
-    auth: Arc<Authenticator>,
-}
-
-impl AuthLayer {
-    /// A layer over `auth`.
-    pub fn new(auth: Arc<Authenticator>) -> Self {
-        AuthLayer { auth }
-    }
-}
-
-impl<S> tower::Layer<S> for AuthLayer {
-    type Service = AuthService<S>;
-
-    fn layer(&self, inner: S) -> AuthService<S> {
-        AuthService {
-            inner,
-            auth: self.auth.clone(),
-        }
-    }
-}
-
-/// See [`AuthLayer`].
-#[derive(Clone)]
-pub struct AuthService<S> {
-    inner: S,
-    auth: Arc<Authenticator>,
-}
-
-type BoxFuture<T> = Pin<Box<dyn std::future::Future<Output = T> + Send>>;
-
-impl<S, ReqBody, ResBody> tower::Service<http::Request<ReqBody>> for AuthService<S>
-where
-    S: tower::Service<http::Request<ReqBody>, Response = http::Response<ResBody>>
-        + Clone
-        + Send
-        + 'static,
-    S::Future: Send + 'static,
-    ReqBody: Send + 'static,
-    ResBody: Default + Send + 'static,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = BoxFuture<Result<S::Response, S::Error>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut request: http::Request<ReqBody>) -> Self::Future {
-        // The clone is not ready; swap it in and call the one poll_ready prepared.
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
-        let auth = self.auth.clone();
-        Box::pin(async move {
-            let header = request
-                .headers()
-                .get(http::header::AUTHORIZATION)
-                .map(|v| v.as_bytes());
-            match auth.authenticate(header).await {
-                Ok(principal) => {
-                    request.extensions_mut().insert(principal);
-                    inner.call(request).await
-                }
-                Err(status) => Ok(status.into_http()),
-            }
-        })
     }
 }
 
@@ -292,13 +263,10 @@ mod tests {
         };
         assert!(p.check(Some("a")).is_ok());
         assert_eq!(
-            p.check(Some("b")).unwrap_err().code(),
-            tonic::Code::PermissionDenied
+            p.check(Some("b")),
+            Err(Refusal::NamespaceDenied("b".into()))
         );
-        assert_eq!(
-            p.check(None).unwrap_err().code(),
-            tonic::Code::PermissionDenied
-        );
+        assert_eq!(p.check(None), Err(Refusal::NamespaceRequired));
         assert!(Principal::default_tenant().check(None).is_ok());
     }
 }

@@ -1,15 +1,27 @@
-//! Command line, environment (`CLAIMD_*`) → one validated [`Config`].
+//! Command line, environment (`CLAIMD_*`) → one validated [`Config`]. Every default is
+//! written once, in [`defaults`]; every duration is parsed by [`duration`]. The other
+//! modules get the pieces they need (`tls::TlsFiles`, `store::StoreOptions`, …), never the
+//! whole configuration.
 
 use crate::domain::Policies;
+use crate::seal::Sealer;
 use crate::store::StoreOptions;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use crate::telemetry::LogFormat;
+use crate::tls::TlsFiles;
+use clap::{Args, Parser, Subcommand};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
+mod database;
+pub mod defaults;
+pub mod duration;
 mod metrics;
 pub mod policies;
 mod sealing;
+pub use database::{DatabaseArgs, ResealArgs};
+pub use duration::parse_duration;
 pub use metrics::{MetricsListen, parse_metrics_listen};
 pub use policies::{CheckConfigArgs, PolicyArgs, PolicyFileError};
 pub use sealing::{KeyUse, SEAL_KEYS_VAR, SealArgs};
@@ -85,80 +97,11 @@ pub enum KeysCommand {
     },
 }
 
-/// Where the receipts live.
-#[derive(Debug, Clone, Args)]
-pub struct DatabaseArgs {
-    /// The database: `postgres://user@host/claimd` or `sqlite://path/to/claimd.db`.
-    /// Default: the embedded SQLite database `claimd.db` in `--data-dir`.
-    #[arg(long, env = "CLAIMD_DATABASE_URL", hide_env_values = true)]
-    pub database_url: Option<String>,
-    /// Where the embedded database lives when no `--database-url` is given (created on
-    /// first start).
-    #[arg(long, env = "CLAIMD_DATA_DIR", default_value = "claimd-data")]
-    pub data_dir: std::path::PathBuf,
-    /// Most database connections per process.
-    #[arg(long, env = "CLAIMD_DB_POOL_SIZE", default_value_t = 16)]
-    pub db_pool_size: u32,
-    /// How long a call waits for a database connection before it fails with UNAVAILABLE.
-    #[arg(long, env = "CLAIMD_DB_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
-    pub db_timeout: Duration,
-}
-
-impl DatabaseArgs {
-    /// The database URL: the one given, or the embedded database in the data directory.
-    pub fn url(&self) -> anyhow::Result<String> {
-        if let Some(url) = &self.database_url {
-            return Ok(url.clone());
-        }
-        let file = self.data_dir.join("claimd.db");
-        let file = file
-            .to_str()
-            .ok_or_else(|| anyhow::anyhow!("--data-dir must be valid UTF-8"))?;
-        Ok(format!("sqlite://{file}"))
-    }
-
-    /// Pool settings for these arguments.
-    pub fn store_options(&self) -> StoreOptions {
-        StoreOptions {
-            max_connections: self.db_pool_size.max(1),
-            acquire_timeout: self.db_timeout,
-            ..StoreOptions::default()
-        }
-    }
-}
-
-/// Options of `claimd reseal`.
-#[derive(Debug, Clone, Args)]
-pub struct ResealArgs {
-    /// The database.
-    #[command(flatten)]
-    pub database: DatabaseArgs,
-    /// Seal keys: the current (new) key first, then every key rows may still be sealed under.
-    #[command(flatten)]
-    pub seal: SealArgs,
-    /// Rows per transaction.
-    #[arg(long, env = "CLAIMD_RESEAL_BATCH_SIZE", default_value_t = 500)]
-    pub batch_size: u32,
-    /// Scan the same batches and print how many rows and values would be sealed again (in
-    /// the old format, under an old key, in plaintext), writing nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-}
-
-/// Log line format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object per line.
-    Json,
-}
-
 /// Options of `claimd serve`.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// The address gRPC listens on.
-    #[arg(long, env = "CLAIMD_LISTEN", default_value = "127.0.0.1:50051")]
+    #[arg(long, env = "CLAIMD_LISTEN", default_value = defaults::LISTEN)]
     pub listen: SocketAddr,
     /// The database.
     #[command(flatten)]
@@ -176,16 +119,19 @@ pub struct ServeArgs {
     #[arg(long, env = "CLAIMD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
     /// How often the health check asks the database whether it answers.
-    #[arg(long, env = "CLAIMD_HEALTH_INTERVAL", default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, env = "CLAIMD_HEALTH_INTERVAL", default_value = defaults::HEALTH_INTERVAL,
+          value_parser = parse_duration)]
     pub health_interval: Duration,
     /// Serve without API keys on a non-loopback address (every caller is tenant `default`).
     #[arg(long, env = "CLAIMD_ALLOW_UNAUTHENTICATED")]
     pub allow_unauthenticated: bool,
     /// How long API-key lookups are cached: a revoked key stops working within this time.
-    #[arg(long, env = "CLAIMD_KEY_CACHE_TTL", default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, env = "CLAIMD_KEY_CACHE_TTL", default_value = defaults::KEY_CACHE_TTL,
+          value_parser = parse_duration)]
     pub key_cache_ttl: Duration,
     /// How long in-flight calls may run after SIGTERM/SIGINT before the process exits.
-    #[arg(long, env = "CLAIMD_SHUTDOWN_GRACE", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, env = "CLAIMD_SHUTDOWN_GRACE", default_value = defaults::SHUTDOWN_GRACE,
+          value_parser = parse_duration)]
     pub shutdown_grace: Duration,
     /// The server's TLS certificate chain (PEM); with `--tls-key`, gRPC is served over TLS.
     #[arg(long, env = "CLAIMD_TLS_CERT")]
@@ -198,34 +144,22 @@ pub struct ServeArgs {
     #[arg(long, env = "CLAIMD_TLS_CLIENT_CA")]
     pub tls_client_ca: Option<PathBuf>,
     /// A second, plaintext listener serving only grpc.health.v1.Health, for probes that
-    /// cannot do (m)TLS or API keys.
+    /// cannot do (m)TLS (the main listener answers health without an API key too).
     #[arg(long, env = "CLAIMD_HEALTH_LISTEN")]
     pub health_listen: Option<SocketAddr>,
     /// Where Prometheus scrapes `/metrics` (plain HTTP), or `off`.
-    #[arg(long, env = "CLAIMD_METRICS_LISTEN", default_value = "127.0.0.1:9464",
+    #[arg(long, env = "CLAIMD_METRICS_LISTEN", default_value = defaults::METRICS_LISTEN,
           value_parser = parse_metrics_listen)]
     pub metrics_listen: MetricsListen,
     /// How many namespaces (besides those in the policy file) get their own metric label;
     /// later ones are counted as `other`.
-    #[arg(long, env = "CLAIMD_METRICS_NAMESPACE_LIMIT", default_value_t = crate::telemetry::DEFAULT_NAMESPACE_LIMIT)]
+    #[arg(long, env = "CLAIMD_METRICS_NAMESPACE_LIMIT",
+          default_value_t = defaults::METRICS_NAMESPACE_LIMIT)]
     pub metrics_namespace_limit: usize,
     /// How often the orphan and connection-pool gauges are refreshed.
-    #[arg(long, env = "CLAIMD_METRICS_INTERVAL", default_value = "15s", value_parser = parse_duration)]
+    #[arg(long, env = "CLAIMD_METRICS_INTERVAL", default_value = defaults::METRICS_INTERVAL,
+          value_parser = parse_duration)]
     pub metrics_interval: Duration,
-}
-
-/// Parses `500ms`, `5s`, `2m` or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let (digits, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration like 5s"))?;
-    match unit {
-        "" | "s" => Ok(Duration::from_secs(n)),
-        "ms" => Ok(Duration::from_millis(n)),
-        "m" => Ok(Duration::from_secs(n * 60)),
-        _ => Err(format!("{s:?}: unit must be ms, s or m")),
-    }
 }
 
 /// Everything `serve` needs, validated.
@@ -237,7 +171,7 @@ pub struct Config {
     pub database_url: String,
     /// Apply migrations at start.
     pub migrate: bool,
-    /// Pool size, timeouts and the clock offset.
+    /// Pool size, timeouts, the clock offset and the sealer.
     pub store: StoreOptions,
     /// Health probe period.
     pub health_interval: Duration,
@@ -249,8 +183,6 @@ pub struct Config {
     pub policy_file: Option<PathBuf>,
     /// How often and in what batches the janitor prunes.
     pub janitor: crate::janitor::JanitorOptions,
-    /// Byte limit of each blob.
-    pub max_blob: usize,
     /// TLS certificate chain (PEM); TLS is on when this and `tls_key` are set.
     pub tls_cert: Option<PathBuf>,
     /// TLS private key (PEM).
@@ -273,68 +205,68 @@ pub struct Config {
 }
 
 impl Config {
-    /// The configuration for the given database with every other setting at its default;
-    /// tests start from here.
-    pub fn for_database(url: impl Into<String>) -> Config {
-        Config {
-            listen: SocketAddr::from(([127, 0, 0, 1], 50051)),
-            database_url: url.into(),
-            migrate: true,
-            store: StoreOptions::default(),
-            health_interval: Duration::from_secs(1),
-            shutdown_grace: Duration::from_secs(10),
-            policies: Policies::default(),
-            policy_file: None,
-            janitor: crate::janitor::JanitorOptions::default(),
-            max_blob: crate::api::DEFAULT_MAX_BLOB,
-            tls_cert: None,
-            tls_key: None,
-            tls_client_ca: None,
-            health_listen: None,
-            metrics_listen: Some(SocketAddr::from(([127, 0, 0, 1], 9464))),
-            metrics_namespace_limit: crate::telemetry::DEFAULT_NAMESPACE_LIMIT,
-            metrics_interval: Duration::from_secs(15),
-            allow_unauthenticated: false,
-            key_cache_ttl: Duration::from_secs(5),
-        }
-    }
-
     /// Whether a call without credentials may act as tenant `default` while no keys exist:
     /// on loopback, or when explicitly allowed.
     pub fn allows_calls_without_keys(&self) -> bool {
         self.listen.ip().is_loopback() || self.allow_unauthenticated
     }
 
-    /// Validates `serve`'s arguments.
+    /// The TLS files of the main listener.
+    pub fn tls_files(&self) -> TlsFiles {
+        TlsFiles {
+            cert: self.tls_cert.clone(),
+            key: self.tls_key.clone(),
+            client_ca: self.tls_client_ca.clone(),
+        }
+    }
+
+    /// Validates `serve`'s arguments; the seal keys come from `--seal-key-file`,
+    /// `CLAIMD_SEAL_KEYS` or the embedded store's key file.
     pub fn from_args(args: &ServeArgs) -> anyhow::Result<Config> {
-        let db = &args.database;
-        let mut config = Config::for_database(db.url()?);
-        config.listen = args.listen;
-        config.migrate = !args.no_migrate;
-        config.policies = args.policy.policies()?;
-        config.policy_file = args.policy.config.clone();
-        config.janitor = args.policy.janitor();
+        Config::from_args_sealed_by(args, |url| args.seal.sealer(url, KeyUse::Serve))
+    }
+
+    /// Validates `serve`'s arguments except the seal keys: `sealer` makes the sealer for the
+    /// database URL, once every other argument is valid (so the embedded store's key file
+    /// is generated only then). Holds the file lock of the embedded database when serving.
+    pub fn from_args_sealed_by(
+        args: &ServeArgs,
+        sealer: impl FnOnce(&str) -> anyhow::Result<Sealer>,
+    ) -> anyhow::Result<Config> {
+        let database_url = args.database.url()?;
+        let policies = args.policy.policies()?;
         // TLS first: a wrong flag combination or a bad PEM file stops claimd before anything
         // touches disk (`Application::build` reads the files again to serve them).
-        config.tls_cert = args.tls_cert.clone();
-        config.tls_key = args.tls_key.clone();
-        config.tls_client_ca = args.tls_client_ca.clone();
-        config.health_listen = args.health_listen;
-        config.metrics_listen = args.metrics_listen.0;
-        config.metrics_namespace_limit = args.metrics_namespace_limit;
-        config.metrics_interval = args.metrics_interval;
-        crate::tls::load(&config)?;
-        config.store = StoreOptions {
-            exclusive: true,
-            ..db.store_options()
+        let tls = TlsFiles {
+            cert: args.tls_cert.clone(),
+            key: args.tls_key.clone(),
+            client_ca: args.tls_client_ca.clone(),
         };
-        config.health_interval = args.health_interval;
-        config.shutdown_grace = args.shutdown_grace;
-        config.allow_unauthenticated = args.allow_unauthenticated;
-        config.key_cache_ttl = args.key_cache_ttl;
+        crate::tls::load(&tls)?;
         // Last: the embedded store's key file is generated only once every flag is valid.
-        let sealer = args.seal.sealer(&config.database_url, KeyUse::Serve)?;
-        config.store.seal = std::sync::Arc::new(sealer);
-        Ok(config)
+        let seal = Arc::new(sealer(&database_url)?);
+        Ok(Config {
+            listen: args.listen,
+            database_url,
+            migrate: !args.no_migrate,
+            store: StoreOptions {
+                exclusive: true,
+                ..args.database.store_options(seal)
+            },
+            health_interval: args.health_interval,
+            shutdown_grace: args.shutdown_grace,
+            policies,
+            policy_file: args.policy.config.clone(),
+            janitor: args.policy.janitor(),
+            tls_cert: tls.cert,
+            tls_key: tls.key,
+            tls_client_ca: tls.client_ca,
+            health_listen: args.health_listen,
+            metrics_listen: args.metrics_listen.0,
+            metrics_namespace_limit: args.metrics_namespace_limit,
+            metrics_interval: args.metrics_interval,
+            allow_unauthenticated: args.allow_unauthenticated,
+            key_cache_ttl: args.key_cache_ttl,
+        })
     }
 }

@@ -12,6 +12,14 @@ use tonic::Status;
 /// the transport's timer (which tonic reports as CANCELLED).
 const MARGIN: Duration = Duration::from_millis(5);
 
+/// The answer to a call whose deadline passed (DEADLINE_EXCEEDED, in `api/error.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the call's deadline passed before claimd could answer; nothing was changed by the \
+     unfinished work"
+)]
+pub struct DeadlinePassed;
+
 /// The tower layer that enforces the caller's deadline.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DeadlineLayer;
@@ -73,11 +81,7 @@ where
         Box::pin(async move {
             match tokio::time::timeout(timeout.saturating_sub(MARGIN), call).await {
                 Ok(response) => response,
-                Err(_) => Ok(Status::deadline_exceeded(
-                    "the call's deadline passed before claimd could answer; nothing was changed \
-                     by the unfinished work",
-                )
-                .into_http()),
+                Err(_) => Ok(Status::from(DeadlinePassed).into_http()),
             }
         })
     }

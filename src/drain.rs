@@ -13,6 +13,11 @@ use tonic::Status;
 /// The path prefix of the health service, which keeps answering (NOT_SERVING) while draining.
 const HEALTH_PREFIX: &str = "/grpc.health.v1.Health/";
 
+/// The answer to a call that arrives while claimd drains (UNAVAILABLE, in `api/error.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("claimd is shutting down; retry on another replica")]
+pub struct ShuttingDown;
+
 #[derive(Debug, Default)]
 struct State {
     draining: AtomicBool,
@@ -104,7 +109,7 @@ where
             return Box::pin(self.inner.call(request));
         }
         if self.drain.draining() {
-            let refused = Status::unavailable("claimd is shutting down; retry on another replica");
+            let refused = Status::from(ShuttingDown);
             return Box::pin(async move { Ok(refused.into_http()) });
         }
         let guard = InFlight::new(&self.drain);

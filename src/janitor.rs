@@ -19,22 +19,14 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-/// How often and in what batches the janitor prunes.
+/// How often and in what batches the janitor prunes (`--janitor-interval`,
+/// `--janitor-batch`; their defaults are in `config::defaults`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JanitorOptions {
     /// Time between passes; zero turns the background janitor off.
     pub interval: Duration,
     /// Most rows one statement deletes or strips.
     pub batch: u32,
-}
-
-impl Default for JanitorOptions {
-    fn default() -> Self {
-        JanitorOptions {
-            interval: Duration::from_secs(60),
-            batch: 500,
-        }
-    }
 }
 
 /// What one pass did.

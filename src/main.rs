@@ -1,8 +1,11 @@
 //! The `claimd` binary: parses the command line and hands over to the library.
 
 use claimd::config::{Cli, Command, Config};
+use claimd::seal::Sealer;
 use claimd::server::Application;
+use claimd::telemetry::LogFormat;
 use clap::Parser;
+use std::sync::Arc;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -11,8 +14,10 @@ async fn main() -> anyhow::Result<()> {
         None => serve(cli.serve).await,
         Some(Command::Serve(args)) => serve(args).await,
         Some(Command::Migrate(db)) => {
-            claimd::telemetry::init(claimd::config::LogFormat::Text);
-            let store = claimd::store::open(&db.url()?, &db.store_options()).await?;
+            claimd::telemetry::init(LogFormat::Text);
+            // Migrations never read or write a payload, so they need no seal keys.
+            let options = db.store_options(Arc::new(Sealer::plaintext()));
+            let store = claimd::store::open(&db.url()?, &options).await?;
             store.migrate().await?;
             tracing::info!("migrations applied");
             Ok(())
@@ -49,13 +54,10 @@ async fn serve(args: claimd::config::ServeArgs) -> anyhow::Result<()> {
 /// `claimd reseal`: every row's payloads sealed again in the current format under the
 /// current key; with `--dry-run`, only counted (printed on stdout).
 async fn reseal(args: claimd::config::ResealArgs) -> anyhow::Result<()> {
-    claimd::telemetry::init(claimd::config::LogFormat::Text);
+    claimd::telemetry::init(LogFormat::Text);
     let url = args.database.url()?;
     let seal = args.seal.sealer(&url, claimd::config::KeyUse::Reseal)?;
-    let options = claimd::store::StoreOptions {
-        seal: std::sync::Arc::new(seal),
-        ..args.database.store_options()
-    };
+    let options = args.database.store_options(Arc::new(seal));
     let store = claimd::store::open(&url, &options).await?;
     let dry_run = args.dry_run;
     let total = claimd::store::reseal_all(store.as_ref(), args.batch_size, dry_run).await?;

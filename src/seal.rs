@@ -191,9 +191,10 @@ impl Sealer {
         }
     }
 
-    /// A sealer with one new random key that lives as long as the process: the default of
-    /// [`crate::store::StoreOptions`], so tests exercise sealing.
-    pub fn ephemeral() -> Sealer {
+    /// A sealer with one new random key that lives as long as the process, for unit tests
+    /// (integration tests have their own under `tests/`).
+    #[cfg(test)]
+    pub(crate) fn ephemeral() -> Sealer {
         // One freshly generated key can neither be empty nor repeat itself.
         let ring = KeyRing::new(&[generate_key()]).expect("one random key is a valid ring");
         Sealer::with_keys(ring, false)

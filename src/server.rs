@@ -1,7 +1,8 @@
 //! Wiring: the store, the ClaimService, health, reflection, TLS and shutdown. [`Application`]
-//! binds first and serves later, so tests can bind port 0 and read the address. With
-//! `health_listen`, a second plaintext listener serves only grpc.health.v1.Health (the same
-//! reporter) for probes that cannot do mTLS or API keys. With `metrics_listen`, Prometheus
+//! binds first and serves later, so tests can bind port 0 and read the address. Health
+//! Check and Watch need no API key on the main listener (`auth`); with `health_listen`, a
+//! second plaintext listener serves only grpc.health.v1.Health (the same reporter) for
+//! probes that cannot do (m)TLS or want their own port. With `metrics_listen`, Prometheus
 //! scrapes `/metrics` there (`telemetry::Exporter`).
 
 use crate::api::ClaimsApi;
@@ -41,7 +42,7 @@ impl Application {
     /// Reads the TLS files, connects the store, applies migrations (unless disabled) and
     /// binds the listener (and the health-only listener, if configured).
     pub async fn build(config: Config) -> anyhow::Result<Application> {
-        let tls = crate::tls::load(&config)?;
+        let tls = crate::tls::load(&config.tls_files())?;
         let store = store::open(&config.database_url, &config.store).await?;
         if config.migrate {
             store.migrate().await?;
@@ -131,7 +132,7 @@ impl Application {
         let api = ClaimsApi::new(
             self.store.clone(),
             self.policies.clone(),
-            self.config.max_blob,
+            crate::api::DEFAULT_MAX_BLOB,
         )
         .with_namespace_limit(self.config.metrics_namespace_limit);
         let claims = ClaimServiceServer::new(api);
@@ -171,7 +172,7 @@ impl Application {
             builder
                 .layer(crate::telemetry::RpcLayer)
                 .layer(tower::util::MapResponseLayer::new(
-                    oversized_is_resource_exhausted,
+                    crate::api::oversized_is_resource_exhausted,
                 ))
                 .layer(drain.clone())
                 .layer(DeadlineLayer)
@@ -264,20 +265,6 @@ async fn protected_mode(config: &Config, store: &dyn Store) -> anyhow::Result<()
         "no API keys: every caller acts as tenant `default` until a key is created"
     );
     Ok(())
-}
-
-/// tonic rejects a request over the message size limit with OUT_OF_RANGE before any
-/// handler runs; the contract (and grpc-go, grpc-java) says RESOURCE_EXHAUSTED.
-fn oversized_is_resource_exhausted<B>(mut response: http::Response<B>) -> http::Response<B> {
-    let headers = response.headers_mut();
-    let out_of_range = headers.get("grpc-status").is_some_and(|s| s == "11");
-    let too_large = headers
-        .get("grpc-message")
-        .is_some_and(|m| m.as_bytes().windows(17).any(|w| w == b"length%20too%20la"));
-    if out_of_range && too_large {
-        headers.insert("grpc-status", http::HeaderValue::from_static("8"));
-    }
-    response
 }
 
 async fn set_status(reporter: &HealthReporter, status: ServingStatus) {

@@ -20,9 +20,17 @@ pub use gauges::refresh;
 pub use labels::{DEFAULT_NAMESPACE_LIMIT, NamespaceLabels, OTHER};
 pub use rpc::{RpcLayer, code_name};
 
-use crate::config::LogFormat;
 use std::io::IsTerminal;
 use tracing_subscriber::EnvFilter;
+
+/// Log line format (`--log-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
 
 /// Installs the global subscriber; call once, from `main`.
 pub fn init(format: LogFormat) {

@@ -2,9 +2,13 @@
 //! (`--tls-cert` and `--tls-key` together; `--tls-client-ca` only with them) and the PEM
 //! files read and checked at start, so a bad file stops claimd before it serves. Errors name
 //! the flag and the path, never the file's contents.
+//!
+//! `load` runs twice: while the configuration is validated (before the database is opened
+//! or anything is written) and in `Application::build`, which serves what it read. Only ring
+//! is compiled into rustls; a dependency that also enabled aws-lc-rs would make rustls's
+//! provider choice ambiguous.
 
-use crate::config::Config;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 
@@ -14,9 +18,20 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 /// How long a client may take to finish the TLS handshake before the connection is dropped.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The main listener's TLS files, as the flags name them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// `--tls-cert`: the certificate chain (PEM); TLS is on when this and `key` are set.
+    pub cert: Option<PathBuf>,
+    /// `--tls-key`: the private key of `cert` (PEM).
+    pub key: Option<PathBuf>,
+    /// `--tls-client-ca`: CA certificates (PEM) client certificates must chain to (mTLS).
+    pub client_ca: Option<PathBuf>,
+}
+
 /// Checks which TLS flags go together, without touching the files.
-pub fn check_flags(config: &Config) -> anyhow::Result<()> {
-    match (&config.tls_cert, &config.tls_key, &config.tls_client_ca) {
+pub fn check_flags(files: &TlsFiles) -> anyhow::Result<()> {
+    match (&files.cert, &files.key, &files.client_ca) {
         (Some(_), None, _) => anyhow::bail!(
             "--tls-cert (CLAIMD_TLS_CERT) is set but --tls-key (CLAIMD_TLS_KEY) is not: TLS \
              needs both, plaintext neither"
@@ -34,10 +49,10 @@ pub fn check_flags(config: &Config) -> anyhow::Result<()> {
 }
 
 /// Reads and checks the TLS files: `None` for plaintext, otherwise the main listener's TLS
-/// configuration (client certificates required when `tls_client_ca` is set).
-pub fn load(config: &Config) -> anyhow::Result<Option<ServerTlsConfig>> {
-    check_flags(config)?;
-    let (Some(cert), Some(key)) = (&config.tls_cert, &config.tls_key) else {
+/// configuration (client certificates required when `client_ca` is set).
+pub fn load(files: &TlsFiles) -> anyhow::Result<Option<ServerTlsConfig>> {
+    check_flags(files)?;
+    let (Some(cert), Some(key)) = (&files.cert, &files.key) else {
         return Ok(None);
     };
     let cert_pem = read("--tls-cert", cert)?;
@@ -52,7 +67,7 @@ pub fn load(config: &Config) -> anyhow::Result<Option<ServerTlsConfig>> {
     let mut tls = ServerTlsConfig::new()
         .identity(Identity::from_pem(cert_pem, key_pem))
         .timeout(HANDSHAKE_TIMEOUT);
-    if let Some(ca) = &config.tls_client_ca {
+    if let Some(ca) = &files.client_ca {
         let ca_pem = read("--tls-client-ca", ca)?;
         certificates("--tls-client-ca", ca, &ca_pem)?;
         tls = tls

@@ -1,4 +1,8 @@
 //! Domain values ↔ wire messages: receipts, decisions, timestamps and page tokens.
+//!
+//! Page tokens are base64url (no padding) JSON of the last row's sort key: opaque to
+//! clients, checked on the way in (INVALID_ARGUMENT naming `page_token`). Each RPC accepts
+//! only its own tokens.
 
 use super::error::InvalidField;
 use crate::domain::{Decision, Receipt, State, Timestamp};

@@ -1,8 +1,13 @@
-//! Errors → gRPC status codes, in exactly one place. Messages never carry tokens, keys or
-//! payloads; a database that cannot be reached is UNAVAILABLE, never INTERNAL. Store
-//! failures are counted here (`claimd_store_errors_total{kind}`).
+//! Errors → gRPC status codes, in exactly one place: request validation, the store, the
+//! authentication layer, the drain and the deadline layers, and tonic's own message-size
+//! refusal. Messages never carry tokens, keys or payloads; a database that cannot be
+//! reached is UNAVAILABLE, never INTERNAL. Store failures are counted here
+//! (`claimd_store_errors_total{kind}`, the kind from [`StoreError::kind`]).
 
+use crate::auth::{AuthError, Refusal};
+use crate::deadline::DeadlinePassed;
 use crate::domain::ActionError;
+use crate::drain::ShuttingDown;
 use crate::store::StoreError;
 use crate::telemetry;
 use tonic::{Code, Status};
@@ -45,17 +50,17 @@ impl From<StoreError> for Status {
             StoreError::Refused(ActionError::WrongState(state)) => Status::failed_precondition(
                 format!("the receipt is {}", state.as_str().to_uppercase()),
             ),
-            StoreError::Unavailable(source) => {
-                telemetry::store_error("unavailable");
+            StoreError::Unavailable(ref source) => {
+                telemetry::store_error(&e);
                 tracing::warn!(error = %source, "database unavailable");
                 Status::unavailable("the database is unavailable; retry later")
             }
             StoreError::Contended => {
-                telemetry::store_error("contended");
+                telemetry::store_error(&e);
                 Status::unavailable("too much contention on this key; retry later")
             }
-            StoreError::Sealed(reason) => {
-                telemetry::store_error("sealed");
+            StoreError::Sealed(ref reason) => {
+                telemetry::store_error(&e);
                 // The reason names the field and the key id, never the payload.
                 tracing::error!(%reason, "a sealed field failed authentication");
                 Status::data_loss("a sealed field failed authentication")
@@ -65,14 +70,145 @@ impl From<StoreError> for Status {
             | StoreError::Corrupt(_)
             | StoreError::Open(_)
             | StoreError::UnsupportedUrl => {
-                let kind = match e {
-                    StoreError::Corrupt(_) => "corrupt",
-                    _ => "database",
-                };
-                telemetry::store_error(kind);
+                telemetry::store_error(&e);
                 tracing::error!(error = %e, source = ?std::error::Error::source(&e), "store error");
                 Status::internal("internal error")
             }
         }
+    }
+}
+
+impl From<Refusal> for Status {
+    fn from(refusal: Refusal) -> Status {
+        let code = match refusal {
+            Refusal::MissingCredentials
+            | Refusal::NotBearer
+            | Refusal::MalformedKey
+            | Refusal::UnknownKey
+            | Refusal::NoPrincipal => Code::Unauthenticated,
+            Refusal::RevokedKey | Refusal::NamespaceDenied(_) | Refusal::NamespaceRequired => {
+                Code::PermissionDenied
+            }
+        };
+        Status::new(code, refusal.to_string())
+    }
+}
+
+impl From<AuthError> for Status {
+    fn from(e: AuthError) -> Status {
+        match e {
+            AuthError::Refused(refusal) => refusal.into(),
+            AuthError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<ShuttingDown> for Status {
+    fn from(e: ShuttingDown) -> Status {
+        Status::unavailable(e.to_string())
+    }
+}
+
+impl From<DeadlinePassed> for Status {
+    fn from(e: DeadlinePassed) -> Status {
+        Status::deadline_exceeded(e.to_string())
+    }
+}
+
+/// tonic refuses a request over the message-size limit with OUT_OF_RANGE ("decoded message
+/// length too large") before any handler runs; the contract (and grpc-go, grpc-java) says
+/// RESOURCE_EXHAUSTED. tonic 0.14 hard-codes that code (`codec/decode.rs`) and offers no
+/// hook before it, so the server rewrites the response's `grpc-status`. The message is
+/// read decoded (tonic percent-encodes it), and only this refusal is rewritten: every other
+/// OUT_OF_RANGE passes unchanged.
+pub fn oversized_is_resource_exhausted<B>(mut response: http::Response<B>) -> http::Response<B> {
+    const STATUS: &str = "grpc-status";
+    const MESSAGE: &str = "grpc-message";
+    let headers = response.headers();
+    if headers.get(STATUS).is_none_or(|code| code != "11") {
+        return response;
+    }
+    // Only the code and the message: tonic decodes (percent-decoding) them for us.
+    let mut status = http::HeaderMap::new();
+    for name in [STATUS, MESSAGE] {
+        if let Some(value) = headers.get(name) {
+            status.insert(name, value.clone());
+        }
+    }
+    let too_large = Status::from_header_map(&status)
+        .is_some_and(|s| s.message().contains("message length too large"));
+    if too_large {
+        let code = http::HeaderValue::from_static("8");
+        response.headers_mut().insert(STATUS, code);
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_are_unauthenticated_or_permission_denied_and_never_echo_the_key() {
+        let unauthenticated = [
+            Refusal::MissingCredentials,
+            Refusal::NotBearer,
+            Refusal::MalformedKey,
+            Refusal::UnknownKey,
+            Refusal::NoPrincipal,
+        ];
+        for refusal in unauthenticated {
+            assert_eq!(Status::from(refusal).code(), Code::Unauthenticated);
+        }
+        let denied = [
+            Refusal::RevokedKey,
+            Refusal::NamespaceDenied("a".into()),
+            Refusal::NamespaceRequired,
+        ];
+        for refusal in denied {
+            assert_eq!(Status::from(refusal).code(), Code::PermissionDenied);
+        }
+    }
+
+    #[test]
+    fn the_layers_answers_have_their_codes() {
+        assert_eq!(Status::from(ShuttingDown).code(), Code::Unavailable);
+        assert_eq!(Status::from(DeadlinePassed).code(), Code::DeadlineExceeded);
+        let store = AuthError::Store(StoreError::Unavailable(sqlx::Error::PoolTimedOut));
+        assert_eq!(Status::from(store).code(), Code::Unavailable);
+    }
+
+    #[test]
+    fn every_counted_store_failure_kind_is_registered_at_zero() {
+        let failures = [
+            StoreError::Unavailable(sqlx::Error::PoolTimedOut),
+            StoreError::Database(sqlx::Error::PoolClosed),
+            StoreError::Contended,
+            StoreError::Corrupt("x".into()),
+            StoreError::Open("x".into()),
+            StoreError::UnsupportedUrl,
+        ];
+        for e in failures {
+            assert!(
+                telemetry::STORE_ERROR_KINDS.contains(&e.kind()),
+                "{} is not registered",
+                e.kind()
+            );
+        }
+    }
+
+    #[test]
+    fn only_the_size_refusal_becomes_resource_exhausted() {
+        let response = |status: Status| status.into_http::<tonic::body::Body>();
+        let too_large = Status::out_of_range(
+            "Error, decoded message length too large: found 5000000 bytes, the limit is: \
+             4194304 bytes",
+        );
+        let rewritten = oversized_is_resource_exhausted(response(too_large));
+        let code = Status::from_header_map(rewritten.headers()).map(|s| s.code());
+        assert_eq!(code, Some(Code::ResourceExhausted));
+        let other = oversized_is_resource_exhausted(response(Status::out_of_range("past the end")));
+        let code = Status::from_header_map(other.headers()).map(|s| s.code());
+        assert_eq!(code, Some(Code::OutOfRange));
     }
 }

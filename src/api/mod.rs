@@ -7,8 +7,8 @@ mod convert;
 mod error;
 mod validate;
 
-pub use error::InvalidField;
-pub use validate::{DEFAULT_MAX_BLOB, MAX_DELAY, MIN_DELAY, namespace as validate_namespace};
+pub use error::{InvalidField, oversized_is_resource_exhausted};
+pub use validate::DEFAULT_MAX_BLOB;
 
 use crate::auth::Principal;
 use crate::domain::{Action, ClaimInput, PolicyHandle, ReceiptKey};
@@ -56,7 +56,7 @@ fn principal<T>(req: &Request<T>) -> Result<Principal, Status> {
     req.extensions()
         .get::<Principal>()
         .cloned()
-        .ok_or_else(|| Status::unauthenticated("no credentials"))
+        .ok_or_else(|| crate::auth::Refusal::NoPrincipal.into())
 }
 
 /// The tenant of a caller allowed to use `id`'s namespace.
@@ -101,7 +101,7 @@ impl ClaimService for ClaimsApi {
         let id = receipt_key(req.namespace, req.key)?;
         let tenant = tenant_for(caller, &id)?;
         validate::fingerprint(&req.fingerprint)?;
-        let lease = validate::duration("lease_ttl", req.lease_ttl, validate::MIN_DELAY)?;
+        let lease = validate::duration("lease_ttl", req.lease_ttl, crate::domain::MIN_DELAY)?;
         let recovery_payload =
             validate::blob("recovery_payload", req.recovery_payload, self.max_blob)?;
         let policy = &self.policies.for_namespace(&id.namespace);
@@ -148,7 +148,7 @@ impl ClaimService for ClaimsApi {
         let req = request.into_inner();
         let id = receipt_key(req.namespace, req.key)?;
         let tenant = tenant_for(caller, &id)?;
-        let lease = validate::duration("lease_ttl", req.lease_ttl, validate::MIN_DELAY)?;
+        let lease = validate::duration("lease_ttl", req.lease_ttl, crate::domain::MIN_DELAY)?;
         let checkpoint = match req.checkpoint {
             Some(cp) => Some(validate::blob("checkpoint", cp, self.max_blob)?.unwrap_or_default()),
             None => None,
@@ -173,7 +173,8 @@ impl ClaimService for ClaimsApi {
         let id = receipt_key(req.namespace, req.key)?;
         let tenant = tenant_for(caller, &id)?;
         let error = validate::text("error", req.error, self.max_blob)?;
-        let retry_after = validate::duration("retry_after", req.retry_after, validate::MIN_DELAY)?;
+        let retry_after =
+            validate::duration("retry_after", req.retry_after, crate::domain::MIN_DELAY)?;
         let action = Action::Retry {
             error,
             retry_after,

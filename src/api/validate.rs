@@ -2,45 +2,24 @@
 //! echoes the value, which may be a secret.
 
 use super::error::InvalidField;
-use crate::domain::State;
+use crate::domain::{MAX_DELAY, MAX_NAMESPACE, State};
 use crate::pb;
 use chrono::TimeDelta;
 use uuid::Uuid;
 
-/// Longest namespace, in bytes.
-pub const MAX_NAMESPACE: usize = 128;
 /// Longest key, in bytes.
 pub const MAX_KEY: usize = 512;
 /// Longest fingerprint, in bytes.
 pub const MAX_FINGERPRINT: usize = 64;
 /// Default limit for each blob (payloads, checkpoint, response, error text).
 pub const DEFAULT_MAX_BLOB: usize = 64 * 1024;
-/// Shortest lease or retry delay.
-pub const MIN_DELAY: TimeDelta = TimeDelta::seconds(1);
-/// Longest lease, retry delay or overdue filter.
-pub const MAX_DELAY: TimeDelta = TimeDelta::hours(24);
 
 type Checked<T> = Result<T, InvalidField>;
 
-/// `[A-Za-z0-9._:/-]{1,128}`.
+/// `[A-Za-z0-9._:/-]{1,128}` (`domain::check_name`).
 pub fn namespace(field: &'static str, ns: &str) -> Checked<()> {
-    if ns.is_empty() {
-        return Err(InvalidField::new(field, "must not be empty"));
-    }
-    if ns.len() > MAX_NAMESPACE {
-        return Err(InvalidField::new(
-            field,
-            format!("must be at most {MAX_NAMESPACE} bytes"),
-        ));
-    }
-    let allowed = |c: char| c.is_ascii_alphanumeric() || "._:/-".contains(c);
-    if !ns.chars().all(allowed) {
-        return Err(InvalidField::new(
-            field,
-            "may only contain A-Z a-z 0-9 . _ : / -",
-        ));
-    }
-    Ok(())
+    crate::domain::check_name(ns, MAX_NAMESPACE)
+        .map_err(|e| InvalidField::new(field, e.to_string()))
 }
 
 /// 1 to 512 bytes, no NUL.
@@ -168,6 +147,7 @@ pub fn page_size(n: i32) -> Checked<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::MIN_DELAY;
 
     fn dur(seconds: i64, nanos: i32) -> Option<prost_types::Duration> {
         Some(prost_types::Duration { seconds, nanos })

@@ -5,7 +5,6 @@
 //! namespace's retention), then to the retention itself. Every error names the key.
 //! `claimd check-config` prints the effective policies; SIGHUP reloads the file.
 
-mod duration;
 mod reload;
 mod render;
 #[cfg(test)]
@@ -14,7 +13,8 @@ mod tests;
 pub use self::reload::reload_on_sighup;
 pub use self::render::render;
 
-use self::duration::show;
+use super::defaults;
+use super::duration::{parse_delta, parse_duration, show};
 use crate::domain::{Policies, Policy};
 use chrono::TimeDelta;
 use clap::Args;
@@ -32,10 +32,11 @@ pub struct PolicyArgs {
     #[arg(long = "config", env = "CLAIMD_CONFIG")]
     pub config: Option<PathBuf>,
     /// How often the janitor prunes receipts past their retention; 0 turns it off.
-    #[arg(long, env = "CLAIMD_JANITOR_INTERVAL", default_value = "60s", value_parser = super::parse_duration)]
+    #[arg(long, env = "CLAIMD_JANITOR_INTERVAL", default_value = defaults::JANITOR_INTERVAL,
+          value_parser = parse_duration)]
     pub janitor_interval: Duration,
     /// Receipts the janitor deletes or strips per statement (each its own transaction).
-    #[arg(long, env = "CLAIMD_JANITOR_BATCH", default_value_t = 500,
+    #[arg(long, env = "CLAIMD_JANITOR_BATCH", default_value_t = defaults::JANITOR_BATCH,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub janitor_batch: u32,
 }
@@ -98,7 +99,7 @@ pub enum PolicyFileError {
 }
 
 /// Shortest and longest lease and backoff step (as for requests).
-const DELAYS: (TimeDelta, TimeDelta) = (crate::api::MIN_DELAY, crate::api::MAX_DELAY);
+const DELAYS: (TimeDelta, TimeDelta) = (crate::domain::MIN_DELAY, crate::domain::MAX_DELAY);
 /// Shortest and longest retention.
 const RETENTIONS: (TimeDelta, TimeDelta) = (TimeDelta::seconds(1), TimeDelta::days(3650));
 
@@ -165,8 +166,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Policies, PolicyFileError> {
     let mut namespaces = std::collections::HashMap::new();
     for (name, section) in &file.namespaces {
         let prefix = format!("namespaces.{name:?}");
-        if let Err(e) = crate::api::validate_namespace("namespace", name) {
-            return Err(invalid(prefix, format!("namespace {}", e.description)));
+        if let Err(e) = crate::domain::check_name(name, crate::domain::MAX_NAMESPACE) {
+            return Err(invalid(prefix, format!("namespace {e}")));
         }
         let policy =
             resolve(section, &prefix, &default, inherited).map_err(|(k, p)| invalid(k, p))?;
@@ -190,7 +191,7 @@ fn resolve(
     let delay = |name: &str, value: &Option<String>, or: TimeDelta, (min, max)| match value {
         None => Ok(or),
         Some(text) => {
-            let d = duration::parse(text).map_err(|p| (key(name), p))?;
+            let d = parse_delta(text).map_err(|p| (key(name), p))?;
             if d < min || d > max {
                 let range = format!("{} and {}", show(min), show(max));
                 return Err((key(name), format!("must be between {range}")));

@@ -5,13 +5,15 @@
 mod action;
 mod backoff;
 mod claim;
+mod names;
 mod policy;
 mod redrive;
 
 pub use action::{Action, ActionError, apply};
 pub use backoff::backoff_delay;
 pub use claim::{ClaimInput, ClaimOutcome, Write, decide_claim};
-pub use policy::{Policies, Policy, PolicyHandle};
+pub use names::{MAX_NAMESPACE, MAX_TENANT, NAME_ALPHABET, NameError, check_name, is_name_char};
+pub use policy::{MAX_DELAY, MIN_DELAY, Policies, Policy, PolicyHandle};
 pub use redrive::redrive;
 
 use chrono::{DateTime, Utc};

@@ -6,6 +6,11 @@ use chrono::TimeDelta;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
+/// Shortest lease, retry delay or backoff step, in a request or a policy file.
+pub const MIN_DELAY: TimeDelta = TimeDelta::seconds(1);
+/// Longest lease, retry delay, backoff step or overdue filter.
+pub const MAX_DELAY: TimeDelta = TimeDelta::hours(24);
+
 /// The per-namespace rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Policy {

@@ -229,19 +229,26 @@ pub struct StoreOptions {
     pub clock: Clock,
     /// Take the embedded database's file lock, so no second claimd serves the same file.
     pub exclusive: bool,
-    /// Seals the payload columns; the default has one random key for the life of the
-    /// process (what tests want; `serve` configures real keys).
+    /// Seals the payload columns (`config` makes it from the configured keys).
     pub seal: Arc<crate::seal::Sealer>,
 }
 
-impl Default for StoreOptions {
-    fn default() -> Self {
-        StoreOptions {
-            max_connections: 16,
-            acquire_timeout: std::time::Duration::from_secs(5),
-            clock: Clock::default(),
-            exclusive: false,
-            seal: Arc::new(crate::seal::Sealer::ephemeral()),
+impl StoreError {
+    /// A stable lower-case name of the variant: the `kind` label of
+    /// `claimd_store_errors_total` (`telemetry::STORE_ERROR_KINDS` lists the failures'),
+    /// never carrying the error's text.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            StoreError::NotFound => "not_found",
+            StoreError::Refused(_) => "refused",
+            StoreError::Unavailable(_) => "unavailable",
+            StoreError::Contended => "contended",
+            StoreError::Sealed(_) => "sealed",
+            StoreError::Corrupt(_) => "corrupt",
+            StoreError::Database(_)
+            | StoreError::Migrate(_)
+            | StoreError::Open(_)
+            | StoreError::UnsupportedUrl => "database",
         }
     }
 }

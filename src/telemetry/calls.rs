@@ -5,6 +5,7 @@
 use super::exporter::{CLAIM_DECISIONS, REDELIVERY_HINTS, STORE_ERRORS};
 use super::labels::NamespaceLabels;
 use crate::domain::Decision;
+use crate::store::StoreError;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -29,10 +30,10 @@ pub fn note_namespace(namespace: &str) {
     tracing::Span::current().record("namespace", namespace);
 }
 
-/// Counts a store failure answered with an error status; `kind` is one of
-/// [`super::STORE_ERROR_KINDS`].
-pub fn store_error(kind: &'static str) {
-    metrics::counter!(STORE_ERRORS, "kind" => kind).increment(1);
+/// Counts a store failure answered with an error status, labelled by
+/// [`StoreError::kind`] (one of [`super::STORE_ERROR_KINDS`]); never the error's text.
+pub fn store_error(error: &StoreError) {
+    metrics::counter!(STORE_ERRORS, "kind" => error.kind()).increment(1);
 }
 
 /// Claim decisions and redelivery hints, labelled by bounded namespace.

@@ -4,6 +4,12 @@
 //! The recorder is global (the `metrics` facade has one per process), so every part of
 //! claimd — the janitor included — records with the usual `metrics::counter!` macros and
 //! the route renders whatever was recorded.
+//!
+//! The `/metrics` listener is our own (hyper), not the exporter crate's: it binds in
+//! `Application::build` like every other listener (port 0 in tests, the address readable, a
+//! bind error naming `--metrics-listen`). The exporter crate is built without default
+//! features, so neither its HTTP listener nor its push gateway (which would bring aws-lc-rs
+//! next to ring) is compiled.
 
 use crate::store::Store;
 use http_body_util::Full;
@@ -33,7 +39,8 @@ pub const DB_POOL_CONNECTIONS: &str = "claimd_db_pool_connections";
 /// `claimd_store_errors_total{kind}`: store failures answered with an error status.
 pub const STORE_ERRORS: &str = "claimd_store_errors_total";
 
-/// The `kind` values of [`STORE_ERRORS`], registered at zero so rates exist from the start.
+/// The `kind` values ([`crate::store::StoreError::kind`]) of the failures [`STORE_ERRORS`]
+/// counts, registered at zero so rates exist from the start.
 pub const STORE_ERROR_KINDS: [&str; 5] =
     ["unavailable", "database", "corrupt", "sealed", "contended"];
 

@@ -1,8 +1,10 @@
 //! docs/DESIGN.md §5 "health may be left open on a separate flag for probes": `--health-listen` is a
 //! second, plaintext listener with nothing but grpc.health.v1.Health (the main listener's
 //! status, no TLS, no API key), which keeps answering NOT_SERVING while the main one drains.
+//! The main listener answers health Check and Watch without an API key too (probes and
+//! meshes send none); reflection and ClaimService there still need one.
 
-use crate::common::app::{Backend, TestApp, tls_channel};
+use crate::common::app::{Backend, TestApp, store_options, tls_channel};
 use crate::common::certs::Pki;
 use crate::common::probe::{health_in_plaintext, health_over_tls, plaintext_channel, wait_for};
 use claimd::auth::generate_key;
@@ -112,7 +114,7 @@ async fn the_health_listener_reports_not_serving_while_the_main_listener_drains(
 }
 
 #[tokio::test]
-async fn the_health_listener_needs_no_api_key_once_the_main_listener_does() {
+async fn with_a_key_on_record_health_needs_none_on_either_listener_but_claims_do() {
     let pki = Pki::new();
     let app = spawn_with_health(&pki, false, |c| {
         c.key_cache_ttl = Duration::from_millis(100)
@@ -133,19 +135,97 @@ async fn the_health_listener_needs_no_api_key_once_the_main_listener_does() {
         .await
         .expect("key created");
 
-    // With a key on record, the main listener wants one, for health too (after the cache).
+    // With a key on record, the main listener wants one for ClaimService (after the cache).
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        let main = health_over_tls(app.addr, pki.client_tls()).await;
-        if main.as_ref().is_err_and(|e| e.contains("Unauthenticated")) {
+        let main = tls_channel(app.addr, pki.client_tls()).await;
+        // Plain TLS (no client CA): trusting the server's CA is enough.
+        let main = main.expect("a client trusting the CA connects");
+        let claim = ClaimServiceClient::new(main)
+            .claim(claim_request("k"))
+            .await;
+        if claim
+            .as_ref()
+            .is_err_and(|s| s.code() == Code::Unauthenticated)
+        {
             break;
         }
-        assert!(Instant::now() < deadline, "main listener health: {main:?}");
+        assert!(Instant::now() < deadline, "main listener Claim: {claim:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // Health needs none, on the main listener and on the health listener.
+    let main = health_over_tls(app.addr, pki.client_tls()).await;
+    assert_eq!(main, Ok(ServingStatus::Serving), "main listener health");
     // The configuration above asked for the health listener.
     let health_addr = app.health_addr.expect("--health-listen was set");
     let probe = health_in_plaintext(health_addr).await;
     assert_eq!(probe, Ok(ServingStatus::Serving));
+    app.shutdown().await;
+}
+
+/// Kubernetes gRPC probes and mesh health checks send no credentials: with API keys on and
+/// no `--health-listen`, the main listener answers health Check and Watch without a key,
+/// and refuses reflection and ClaimService without one.
+#[tokio::test]
+async fn with_api_keys_the_main_listener_answers_health_without_a_key_and_nothing_else() {
+    let (url, _dir) = Backend::Sqlite.fresh_database().await;
+    // The test's own fresh database opens, migrates and takes a key before claimd starts.
+    let store = claimd::store::open(&url, &store_options())
+        .await
+        .expect("store");
+    store.migrate().await.expect("migrations apply");
+    let generated = generate_key();
+    let key = NewApiKey {
+        id: generated.id,
+        tenant: "acme".into(),
+        secret_hash: generated.secret_hash,
+        label: None,
+        namespaces: None,
+    };
+    store.create_key(&key).await.expect("key created");
+    drop(store);
+    let app = TestApp::builder().database_url(url).spawn().await;
+    let channel = plaintext_channel(app.addr).await;
+    // The main listener serves plaintext unless TLS is configured.
+    let channel = channel.expect("the main listener takes plaintext connections");
+
+    wait_for(&channel, "", ServingStatus::Serving).await;
+    wait_for(&channel, SERVICE, ServingStatus::Serving).await;
+    let request = HealthCheckRequest {
+        service: SERVICE.into(),
+    };
+    let watch = HealthClient::new(channel.clone()).watch(request).await;
+    // Watch answers at once with the current status, credentials or not.
+    let mut watch = watch.expect("Watch starts without a key").into_inner();
+    let first = watch.message().await.expect("Watch answers");
+    assert_eq!(first.map(|r| r.status()), Some(ServingStatus::Serving));
+
+    let claims = ClaimServiceClient::new(channel.clone());
+    let claim = claims.clone().claim(claim_request("k")).await;
+    let code = claim.map(|_| ()).map_err(|s| s.code());
+    assert_eq!(code, Err(Code::Unauthenticated), "Claim without a key");
+    let list = ServerReflectionRequest {
+        message_request: Some(MessageRequest::ListServices(String::new())),
+        ..Default::default()
+    };
+    let reflection = ServerReflectionClient::new(channel)
+        .server_reflection_info(futures::stream::iter([list]))
+        .await;
+    let code = reflection.map(|_| ()).map_err(|s| s.code());
+    assert_eq!(code, Err(Code::Unauthenticated), "reflection without a key");
+    assert_eq!(app.receipt_rows().await, 0);
+
+    // With the key the same Claim is served: the refusals above were the missing key.
+    let mut with_key = tonic::Request::new(claim_request("k"));
+    let bearer = format!("Bearer {}", generated.key);
+    // A generated key is ASCII, so it is a valid metadata value.
+    let bearer = bearer.parse().expect("ASCII metadata");
+    with_key.metadata_mut().insert("authorization", bearer);
+    claims
+        .clone()
+        .claim(with_key)
+        .await
+        .expect("Claim with the key");
+    assert_eq!(app.receipt_rows().await, 1);
     app.shutdown().await;
 }

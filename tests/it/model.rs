@@ -484,7 +484,7 @@ fn run_model(backend: Backend) {
         let (url, dir) = backend.fresh_database().await;
         let options = StoreOptions {
             clock: clock.clone(),
-            ..StoreOptions::default()
+            ..crate::common::app::store_options()
         };
         let store = store::open(&url, &options).await.expect("store opens");
         store.migrate().await.expect("migrations apply");

@@ -105,7 +105,7 @@ async fn race(backend: Backend) {
     let clock = Clock::default();
     let options = StoreOptions {
         clock: clock.clone(),
-        ..StoreOptions::default()
+        ..crate::common::app::store_options()
     };
     let store = store::open(&url, &options).await.expect("store opens");
     store.migrate().await.expect("migrations apply");

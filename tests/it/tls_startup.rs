@@ -1,10 +1,9 @@
 //! docs/DESIGN.md §5 TLS at start: the TLS flags go together, and a missing, unreadable or invalid PEM
 //! file stops claimd with an error naming the flag, never the file's contents.
 
-use crate::common::app::Backend;
+use crate::common::app::{Backend, test_config};
 use crate::common::certs::Pki;
 use crate::common::process::{Claimd, PATIENCE, claimd, free_addr};
-use claimd::config::Config;
 use claimd::server::Application;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -37,7 +36,7 @@ async fn unreadable_or_invalid_pem_files_stop_the_start_naming_the_flag() {
     ];
     for (flag, cert, key, client_ca) in cases {
         let (url, _dir) = Backend::Sqlite.fresh_database().await;
-        let mut config = Config::for_database(url);
+        let mut config = test_config(&url);
         config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
         (config.tls_cert, config.tls_key, config.tls_client_ca) = (cert, key, client_ca);
         let error = match Application::build(config).await {

@@ -1,6 +1,6 @@
 //! The effective policies printed as a policy file (`claimd check-config`).
 
-use super::duration::show;
+use crate::config::duration::show;
 use crate::domain::{Policies, Policy};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -1,7 +1,6 @@
 //! The policy file's rules: inheritance, validation messages naming the key, durations and
 //! the rendering `check-config` prints.
 
-use super::duration::{parse as duration, show};
 use super::*;
 
 fn load_str(text: &str) -> Result<Policies, PolicyFileError> {
@@ -13,23 +12,6 @@ fn error(text: &str) -> String {
         Ok(p) => panic!("accepted {text:?} as {p:?}"),
         Err(e) => e.to_string(),
     }
-}
-
-#[test]
-fn durations_parse_in_every_unit_and_show_in_the_largest_exact_one() {
-    assert_eq!(duration("90s"), Ok(TimeDelta::seconds(90)));
-    assert_eq!(duration("5m"), Ok(TimeDelta::minutes(5)));
-    assert_eq!(duration("12h"), Ok(TimeDelta::hours(12)));
-    assert_eq!(duration("30d"), Ok(TimeDelta::days(30)));
-    assert_eq!(duration("250ms"), Ok(TimeDelta::milliseconds(250)));
-    for bad in ["", "90", "s", "5 minutes", "1.5h", "-3s", "3w"] {
-        assert!(duration(bad).is_err(), "{bad:?} parsed");
-    }
-    assert_eq!(show(TimeDelta::seconds(90)), "90s");
-    assert_eq!(show(TimeDelta::hours(48)), "2d");
-    assert_eq!(show(TimeDelta::minutes(90)), "90m");
-    assert_eq!(show(TimeDelta::zero()), "0s");
-    assert_eq!(show(TimeDelta::milliseconds(1500)), "1500ms");
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! replies.
 
 use super::pg;
+use claimd::config::{Cli, Config};
 use claimd::pb::claim_service_client::ClaimServiceClient;
 use claimd::pb::{self, ClaimRequest, ClaimResponse, Decision};
 use claimd::store::{self, Clock, Store};
@@ -64,6 +65,32 @@ pub struct TestApp {
     pub(super) _dir: Option<tempfile::TempDir>,
 }
 
+/// The configuration `claimd --database-url URL` parses to (so every default is the real
+/// one), payloads sealed under one throwaway key, and no file lock on the embedded database
+/// (tests open their own stores beside the server's).
+pub fn test_config(database_url: &str) -> Config {
+    use clap::Parser;
+    // Fixed, valid arguments; the throwaway key needs no file.
+    let cli = Cli::try_parse_from(["claimd", "--database-url", database_url]).expect("args");
+    let config = Config::from_args_sealed_by(&cli.serve, |_| Ok(throwaway_sealer()));
+    let mut config = config.expect("the default configuration is valid");
+    config.store.exclusive = false;
+    config
+}
+
+/// Store options as the server's, for a store a test opens itself.
+pub fn store_options() -> store::StoreOptions {
+    test_config("sqlite://unused.db").store
+}
+
+/// A sealer with one random key that lives as long as the test.
+pub fn throwaway_sealer() -> claimd::seal::Sealer {
+    let key = claimd::seal::generate_key();
+    // One freshly generated key is always a valid ring.
+    let ring = claimd::seal::KeyRing::new(&[key]).expect("one random key");
+    claimd::seal::Sealer::with_keys(ring, false)
+}
+
 /// A client connected to `addr`.
 pub async fn connect(addr: SocketAddr) -> ClaimServiceClient<Channel> {
     let endpoint = format!("http://{addr}");
@@ -105,7 +132,7 @@ impl TestApp {
         let options = store::StoreOptions {
             clock: self.clock.clone(),
             seal: self.seal.clone(),
-            ..store::StoreOptions::default()
+            ..store_options()
         };
         // The server is using this database right now.
         store::open(&self.database_url, &options)

@@ -67,7 +67,7 @@ impl<'a> TestAppBuilder<'a> {
             Database::Fresh(backend) => backend.fresh_database().await,
             Database::Existing(url) => (url, None),
         };
-        let mut config = Config::for_database(database_url.clone());
+        let mut config = super::app::test_config(&database_url);
         config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
         config.metrics_listen = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
         for configure in self.configure {

@@ -1,0 +1,91 @@
+//! The tower layer that authenticates every call on the main listener before any service
+//! sees it, except health Check and Watch ([`OPEN_PATHS`]); refusals are answered with the
+//! status `api/error.rs` maps them to.
+
+use super::Authenticator;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tonic::Status;
+
+/// The calls served without credentials: health Check and Watch, which reveal only the
+/// serving status.
+const OPEN_PATHS: [&str; 2] = [
+    "/grpc.health.v1.Health/Check",
+    "/grpc.health.v1.Health/Watch",
+];
+
+/// The tower layer that authenticates every request before any service sees it.
+#[derive(Clone)]
+pub struct AuthLayer {
+    auth: Arc<Authenticator>,
+}
+
+impl AuthLayer {
+    /// A layer over `auth`.
+    pub fn new(auth: Arc<Authenticator>) -> Self {
+        AuthLayer { auth }
+    }
+}
+
+impl<S> tower::Layer<S> for AuthLayer {
+    type Service = AuthService<S>;
+
+    fn layer(&self, inner: S) -> AuthService<S> {
+        AuthService {
+            inner,
+            auth: self.auth.clone(),
+        }
+    }
+}
+
+/// See [`AuthLayer`].
+#[derive(Clone)]
+pub struct AuthService<S> {
+    inner: S,
+    auth: Arc<Authenticator>,
+}
+
+type BoxFuture<T> = Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+
+impl<S, ReqBody, ResBody> tower::Service<http::Request<ReqBody>> for AuthService<S>
+where
+    S: tower::Service<http::Request<ReqBody>, Response = http::Response<ResBody>>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    ReqBody: Send + 'static,
+    ResBody: Default + Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = BoxFuture<Result<S::Response, S::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: http::Request<ReqBody>) -> Self::Future {
+        // The clone is not ready; swap it in and call the one poll_ready prepared.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        if OPEN_PATHS.contains(&request.uri().path()) {
+            return Box::pin(inner.call(request));
+        }
+        let auth = self.auth.clone();
+        Box::pin(async move {
+            let header = request
+                .headers()
+                .get(http::header::AUTHORIZATION)
+                .map(|v| v.as_bytes());
+            match auth.authenticate(header).await {
+                Ok(principal) => {
+                    request.extensions_mut().insert(principal);
+                    inner.call(request).await
+                }
+                Err(error) => Ok(Status::from(error).into_http()),
+            }
+        })
+    }
+}
