@@ -51,7 +51,9 @@ pub trait Driver: Pages + Retention + Gauges + Lifecycle + KeyStore + 'static {
     /// Starts a write transaction.
     async fn begin(&self) -> Result<Self::Tx, StoreError>;
 
-    /// Commits `tx`.
+    /// Commits `tx`, unless the current call's deadline has passed
+    /// ([`super::still_in_time`]): then `tx` rolls back and the call learns
+    /// [`StoreError::DeadlinePassed`].
     async fn commit(&self, tx: Self::Tx) -> Result<(), StoreError>;
 
     /// Locks the row for the rest of `tx` and reads it, with the store's clock.

@@ -50,6 +50,9 @@ pub enum StoreError {
     /// A migration failed.
     #[error("migration failed")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The call's deadline passed before its write could commit; the write was rolled back.
+    #[error("the call's deadline passed before its write could commit; nothing was written")]
+    DeadlinePassed,
     /// Claim lost the race to concurrent commits too many times in a row.
     #[error("too much contention on one key; try again")]
     Contended,
@@ -66,6 +69,16 @@ pub enum StoreError {
     /// DATA_LOSS, and never the plaintext.
     #[error("a sealed field failed authentication")]
     Sealed(#[from] crate::seal::SealError),
+}
+
+/// Refuses to commit once the current call's deadline has passed ([`crate::deadline`]): the
+/// caller is answered DEADLINE_EXCEEDED, so its write must not land. Every write
+/// transaction checks this right before its COMMIT ([`driver::Driver::commit`]).
+pub(crate) fn still_in_time() -> Result<(), StoreError> {
+    match crate::deadline::remaining() {
+        Some(left) if left.is_zero() => Err(StoreError::DeadlinePassed),
+        _ => Ok(()),
+    }
 }
 
 /// Connections of a store's pools (both of the embedded store's pools together).
@@ -243,6 +256,7 @@ impl StoreError {
             StoreError::Refused(_) => "refused",
             StoreError::Unavailable(_) => "unavailable",
             StoreError::Contended => "contended",
+            StoreError::DeadlinePassed => "deadline",
             StoreError::Sealed(_) => "sealed",
             StoreError::Corrupt(_) => "corrupt",
             StoreError::Database(_)

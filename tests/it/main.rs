@@ -27,6 +27,7 @@ mod health_listener;
 mod holder_actions;
 mod janitor;
 mod janitor_lock;
+mod lock_waits;
 mod logs;
 mod model;
 mod model_concurrency;

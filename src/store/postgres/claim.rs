@@ -23,6 +23,7 @@ use crate::store::driver::Row;
 use crate::store::row::columns;
 use crate::store::sealed::binding;
 use sqlx::Row as _;
+use std::time::Duration;
 
 /// How often a Claim reads again after losing a race to a concurrent commit.
 const MAX_RACES: usize = 16;
@@ -39,8 +40,13 @@ const READ: &str = concat!(
 /// `$8` is the sealed payload (or NULL), `$10` the sealed error text of a budget quarantine
 /// (or NULL), `$12` the new row's life (NULL: an update was prepared, not an insert), `$13`
 /// the life of the row an update was prepared for (NULL for a row from before lifetimes),
-/// `$14` whether the Claim carries a payload. `ins` runs only when an insert was prepared;
-/// `upd` only when an update was, on the same life, with every sealed value it stores.
+/// `$14` whether the Claim carries a payload, `$15` how many microseconds after the
+/// statement's start it may still commit (NULL: no deadline). `ins` runs only when an
+/// insert was prepared; `upd` only when an update was, on the same life, with every sealed
+/// value it stores. A takeover locks the row first (`locked`) and only then reads the clock
+/// (`t`), so its lease runs from when the row was had, however long the lock took; every
+/// written row passes `claimd_in_time` after that last wait, or the whole statement rolls
+/// back.
 const CLAIM: &str = concat!(
     "
 WITH c AS (SELECT ",
@@ -58,19 +64,30 @@ ins AS (
     ON CONFLICT (tenant_id, namespace, key) DO NOTHING
     RETURNING *
 ),
+locked AS MATERIALIZED (
+    SELECT r.key FROM receipts r, c, cur
+    WHERE r.tenant_id = $1 AND r.namespace = $2 AND r.key = $3 AND cur.fingerprint = $5
+      AND ((r.state = 'processing' AND r.lease_expires_at <= c.now)
+        OR (r.state = 'retry_wait' AND r.next_attempt_at <= c.now))
+      AND $12::bytea IS NULL AND r.life_id IS NOT DISTINCT FROM $13::bytea
+    FOR UPDATE OF r
+),
+t AS (SELECT ",
+    clock!(after_lock: "$11", "$4"),
+    " AS now FROM locked),
 upd AS (
     UPDATE receipts r SET
         state = CASE WHEN r.attempt - r.free_attempts >= $9 THEN 'quarantined' ELSE 'processing' END,
         attempt = CASE WHEN r.attempt - r.free_attempts >= $9 THEN r.attempt ELSE r.attempt + 1 END,
         claim_token = CASE WHEN r.attempt - r.free_attempts >= $9 THEN NULL ELSE $6 END,
         lease_expires_at = CASE WHEN r.attempt - r.free_attempts >= $9 THEN NULL
-                                ELSE c.now + $7::bigint * interval '1 microsecond' END,
+                                ELSE t.now + $7::bigint * interval '1 microsecond' END,
         last_error = CASE WHEN r.attempt - r.free_attempts >= $9 THEN $10 ELSE r.last_error END,
         next_attempt_at = NULL,
         recovery_payload = CASE WHEN r.attempt - r.free_attempts >= $9 THEN r.recovery_payload
                                 ELSE COALESCE(r.recovery_payload, $8) END,
-        updated_at = c.now
-    FROM c, cur
+        updated_at = t.now
+    FROM c, t, cur
     WHERE r.tenant_id = $1 AND r.namespace = $2 AND r.key = $3 AND cur.fingerprint = $5
       AND ((r.state = 'processing' AND r.lease_expires_at <= c.now)
         OR (r.state = 'retry_wait' AND r.next_attempt_at <= c.now))
@@ -80,10 +97,22 @@ upd AS (
           END
     RETURNING r.*
 )
-SELECT 'ins' AS src, c.now AS db_now, ins.* FROM ins, c
-UNION ALL SELECT 'upd', c.now, upd.* FROM upd, c
-UNION ALL SELECT 'cur', c.now, cur.* FROM cur, c WHERE NOT EXISTS (SELECT 1 FROM upd)"
+SELECT 'ins' AS src, c.now AS db_now, claimd_in_time(statement_timestamp() + $15::bigint * interval '1 microsecond') AS in_time, ins.* FROM ins, c
+UNION ALL SELECT 'upd', c.now, claimd_in_time(statement_timestamp() + $15::bigint * interval '1 microsecond'), upd.* FROM upd, c
+UNION ALL SELECT 'cur', c.now, true, cur.* FROM cur, c WHERE NOT EXISTS (SELECT 1 FROM upd)"
 );
+
+/// Room left for the answer's way back: the statement refuses to commit this much before
+/// the call's answer is due, so a commit that just makes it is also answered in time.
+const ANSWER_TRIP: Duration = Duration::from_millis(2);
+
+/// How long the statement may still take before it must not commit, in microseconds, for
+/// `claimd_in_time` (migration 0007), which it calls after its last lock wait; NULL (no
+/// limit) for a call without a deadline.
+fn due_in_micros() -> Option<i64> {
+    let left = crate::deadline::remaining()?.saturating_sub(ANSWER_TRIP);
+    Some(i64::try_from(left.as_micros()).unwrap_or(i64::MAX))
+}
 
 /// The sealed values one prepared write stores, for the life they are sealed under.
 #[derive(Default)]
@@ -205,6 +234,7 @@ impl PgDriver {
             .bind(prepared.new_life.map(|l| l.to_vec()))
             .bind(&prepared.row_life)
             .bind(input.recovery_payload.is_some())
+            .bind(due_in_micros())
             .fetch_optional(&self.pool)
             .await
             .map_err(interpret)?;

@@ -199,6 +199,7 @@ impl Driver for SqliteDriver {
     }
 
     async fn commit(&self, tx: Self::Tx) -> Result<(), StoreError> {
+        crate::store::still_in_time()?;
         tx.commit().await.map_err(interpret)
     }
 
