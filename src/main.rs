@@ -61,16 +61,7 @@ async fn reseal(args: claimd::config::ResealArgs) -> anyhow::Result<()> {
     let store = claimd::store::open(&url, &options).await?;
     let dry_run = args.dry_run;
     let total = claimd::store::reseal_all(store.as_ref(), args.batch_size, dry_run).await?;
-    tracing::info!(
-        scanned = total.scanned,
-        rewritten = total.rewritten,
-        unreadable = total.unreadable,
-        old_format = total.old_format,
-        old_key = total.old_key,
-        plaintext = total.plaintext,
-        dry_run,
-        "reseal done"
-    );
+    total.log(dry_run, "reseal done");
     if dry_run {
         println!(
             "reseal --dry-run: scanned={} rows_to_reseal={} unreadable={} old_format={} \

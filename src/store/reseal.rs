@@ -27,6 +27,20 @@ pub struct ResealBatch {
 }
 
 impl ResealBatch {
+    /// Logs these counts (never a payload) with `message`.
+    pub fn log(&self, dry_run: bool, message: &str) {
+        tracing::info!(
+            scanned = self.scanned,
+            rewritten = self.rewritten,
+            unreadable = self.unreadable,
+            old_format = self.old_format,
+            old_key = self.old_key,
+            plaintext = self.plaintext,
+            dry_run,
+            "{message}"
+        );
+    }
+
     /// Adds `batch`'s counts to these and moves on to its `next`.
     fn add(&mut self, batch: ResealBatch) {
         self.scanned += batch.scanned;
@@ -143,16 +157,7 @@ pub async fn reseal_all(
             .reseal_batch(total.next.as_ref(), batch_size.max(1), dry_run)
             .await?;
         total.add(batch);
-        tracing::info!(
-            scanned = total.scanned,
-            rewritten = total.rewritten,
-            unreadable = total.unreadable,
-            old_format = total.old_format,
-            old_key = total.old_key,
-            plaintext = total.plaintext,
-            dry_run,
-            "reseal progress"
-        );
+        total.log(dry_run, "reseal progress");
         if total.next.is_none() {
             return Ok(total);
         }
