@@ -55,6 +55,7 @@ impl From<StoreError> for Status {
                 tracing::warn!(error = %source, "database unavailable");
                 Status::unavailable("the database is unavailable; retry later")
             }
+            StoreError::DeadlinePassed => Status::from(DeadlinePassed),
             StoreError::Contended => {
                 telemetry::store_error(&e);
                 Status::unavailable("too much contention on this key; retry later")
