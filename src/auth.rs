@@ -2,8 +2,14 @@
 //! as a tower layer in front of every gRPC service on the main listener.
 //!
 //! A key looks like `claimd_<id>_<secret>`: the id (16 hex digits) is public and indexes the
-//! stored row; only SHA-256 of the secret is stored. Lookups are cached for `cache_ttl`
-//! (positive and negative answers alike), so a revoked key stops working within that time.
+//! stored row; only SHA-256 of the secret is stored. A lookup is a read: the stored hash is
+//! compared here in constant time, and `last_used_at` is written later, off the request
+//! path, at most once per `touch_interval` per key ([`touch`]). Answers are cached for
+//! `cache_ttl` in two bounded LRU caches, successes apart from failures ([`cache`]), so a
+//! revoked key stops working within that time and a flood of wrong keys evicts no valid one.
+//! Failed authentications are limited per peer address ([`limit`]): over the limit, an
+//! attempt not known to succeed is refused with [`Refusal::TooManyFailures`] before any
+//! store read, while keys that worked before keep working from the same address.
 //! With no keys at all and `allow_without_keys` (loopback, or `--allow-unauthenticated`),
 //! a call without credentials acts as tenant `default`; once any key has been created, every
 //! call needs a valid one (revoking every key does not reopen anonymous access).
@@ -14,23 +20,26 @@
 //! status codes in `api/error.rs`.
 
 use crate::store::{Store, StoreError};
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
 
+mod cache;
+mod key;
 mod layer;
+mod limit;
+mod touch;
+use cache::{Answers, Cached, Known};
+use key::hash_secret;
+pub use key::{GeneratedKey, generate_key, parse_key};
 pub use layer::{AuthLayer, AuthService};
 
 /// Every key starts with this, so leaked keys are easy to find in code and logs scanners.
 pub const KEY_PREFIX: &str = "claimd_";
 /// The tenant of callers without credentials while no keys exist.
 pub const DEFAULT_TENANT: &str = "default";
-/// Cached lookups beyond this many are dropped all at once (bounded memory).
-const MAX_CACHED: usize = 10_000;
 
 /// Why a call's credentials, or its key's use of a namespace, were refused. Messages never
 /// carry the key.
@@ -60,6 +69,9 @@ pub enum Refusal {
     /// The call did not pass through the authentication layer.
     #[error("no credentials")]
     NoPrincipal,
+    /// This peer address failed to authenticate too often (`--auth-failure-limit`).
+    #[error("too many failed authentications from this address; retry later")]
+    TooManyFailures,
 }
 
 /// Why authentication failed: a refusal, or the key store could not answer.
@@ -102,66 +114,84 @@ impl Principal {
     }
 }
 
-/// A freshly generated key: the whole key is shown once, only the hash is stored.
-#[derive(Debug, Clone)]
-pub struct GeneratedKey {
-    /// The public id.
-    pub id: String,
-    /// The key to hand to the caller: `claimd_<id>_<secret>`.
-    pub key: String,
-    /// SHA-256 of the secret.
-    pub secret_hash: Vec<u8>,
+/// How the [`Authenticator`] caches, limits and records.
+#[derive(Debug, Clone, Copy)]
+pub struct AuthOptions {
+    /// How long an answer is trusted (`--key-cache-ttl`).
+    pub cache_ttl: Duration,
+    /// Failed authentications per peer address per `failure_window`; 0: no limit
+    /// (`--auth-failure-limit`).
+    pub failure_limit: u32,
+    /// Over how long `failure_limit` refills (`--auth-failure-window`).
+    pub failure_window: Duration,
+    /// How often `last_used_at` is written (`--key-touch-interval`).
+    pub touch_interval: Duration,
 }
 
-/// Generates a key with 256 bits of secret from the operating system's CSPRNG.
-pub fn generate_key() -> GeneratedKey {
-    let id: [u8; 8] = rand::random();
-    let id: String = id.iter().map(|b| format!("{b:02x}")).collect();
-    let secret: [u8; 32] = rand::random();
-    let secret = URL_SAFE_NO_PAD.encode(secret);
-    GeneratedKey {
-        key: format!("{KEY_PREFIX}{id}_{secret}"),
-        secret_hash: hash_secret(&secret),
-        id,
-    }
-}
-
-/// Splits a presented key into its id and secret.
-pub fn parse_key(key: &str) -> Option<(&str, &str)> {
-    let (id, secret) = key.strip_prefix(KEY_PREFIX)?.split_once('_')?;
-    let id_ok = id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit());
-    (id_ok && !secret.is_empty()).then_some((id, secret))
-}
-
-fn hash_secret(secret: &str) -> Vec<u8> {
-    Sha256::digest(secret.as_bytes()).to_vec()
-}
-
-type Cached = (Instant, Result<Principal, Refusal>);
-
-/// Resolves credentials to principals, with a short-lived cache.
+/// Resolves credentials to principals, with caches, a failure limit per address and a
+/// background record of use.
 pub struct Authenticator {
     store: Arc<dyn Store>,
     allow_without_keys: bool,
-    ttl: Duration,
-    keys: Mutex<HashMap<Vec<u8>, Cached>>,
+    options: AuthOptions,
+    answers: Answers,
+    failures: limit::FailureLimit,
+    uses: Arc<touch::Uses>,
     keys_exist: Mutex<Option<(Instant, bool)>>,
 }
 
 impl Authenticator {
     /// An authenticator over `store`'s keys.
-    pub fn new(store: Arc<dyn Store>, allow_without_keys: bool, ttl: Duration) -> Self {
+    pub fn new(store: Arc<dyn Store>, allow_without_keys: bool, options: AuthOptions) -> Self {
         Authenticator {
             store,
             allow_without_keys,
-            ttl,
-            keys: Mutex::new(HashMap::new()),
+            answers: Answers::new(options.cache_ttl),
+            failures: limit::FailureLimit::new(options.failure_limit, options.failure_window),
+            uses: Arc::default(),
+            options,
             keys_exist: Mutex::new(None),
         }
     }
 
-    /// The principal for an `authorization` header value (or its absence).
-    pub async fn authenticate(&self, header: Option<&[u8]>) -> Result<Principal, AuthError> {
+    /// Starts the task that writes `last_used_at` every `touch_interval`; abort it, then
+    /// call [`Authenticator::flush_uses`] once, at shutdown.
+    pub fn spawn_touch(&self) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(touch::flush_every(
+            self.uses.clone(),
+            self.store.clone(),
+            self.options.touch_interval,
+        ))
+    }
+
+    /// Writes the uses recorded since the last flush now.
+    pub async fn flush_uses(&self) {
+        self.uses.flush(self.store.as_ref()).await;
+    }
+
+    /// The principal for an `authorization` header value (or its absence) from `peer`.
+    /// Every refusal counts against `peer`'s failure limit; over it, the refusal is
+    /// [`Refusal::TooManyFailures`].
+    pub async fn authenticate(
+        &self,
+        header: Option<&[u8]>,
+        peer: Option<IpAddr>,
+    ) -> Result<Principal, AuthError> {
+        let answer = self.check(header, peer).await;
+        if let (Err(AuthError::Refused(refusal)), Some(peer)) = (&answer, peer)
+            && *refusal != Refusal::TooManyFailures
+            && !self.failures.fail(peer)
+        {
+            return Err(Refusal::TooManyFailures.into());
+        }
+        answer
+    }
+
+    async fn check(
+        &self,
+        header: Option<&[u8]>,
+        peer: Option<IpAddr>,
+    ) -> Result<Principal, AuthError> {
         let Some(header) = header else {
             if self.allow_without_keys && !self.any_keys().await? {
                 return Ok(Principal::default_tenant());
@@ -171,31 +201,34 @@ impl Authenticator {
         let key = std::str::from_utf8(header)
             .ok()
             .and_then(|h| h.strip_prefix("Bearer "))
-            .ok_or(Refusal::NotBearer)?;
-        let (id, secret) = parse_key(key.trim()).ok_or(Refusal::MalformedKey)?;
-        let hash = hash_secret(secret);
-        let cache_key: Vec<u8> = Sha256::digest(key.trim().as_bytes()).to_vec();
-        if let Some((at, answer)) = self.lock_keys().get(&cache_key)
-            && at.elapsed() < self.ttl
-        {
-            return Ok(answer.clone()?);
+            .ok_or(Refusal::NotBearer)?
+            .trim();
+        let (id, secret) = parse_key(key).ok_or(Refusal::MalformedKey)?;
+        let digest: cache::KeyDigest = Sha256::digest(key.as_bytes()).into();
+        match self.answers.get(&digest) {
+            Cached::Good(known) => {
+                self.uses.record(&known.id);
+                return Ok(known.principal);
+            }
+            Cached::Bad(refusal) => return Err(refusal.into()),
+            // Worked before: looked up again even from a throttled address.
+            Cached::Stale => {}
+            Cached::Miss => {
+                if peer.is_some_and(|p| self.failures.exhausted(p)) {
+                    return Err(Refusal::TooManyFailures.into());
+                }
+            }
         }
-        let answer = self.look_up(id, &hash).await?;
-        let mut cache = self.lock_keys();
-        if cache.len() >= MAX_CACHED {
-            cache.clear();
-        }
-        cache.insert(cache_key, (Instant::now(), answer.clone()));
-        Ok(answer?)
+        let answer = self.look_up(id, &hash_secret(secret)).await?;
+        self.answers.put(digest, &answer);
+        let known = answer?;
+        self.uses.record(&known.id);
+        Ok(known.principal)
     }
 
     /// The answer for a well-formed key; the outer error is a store failure (not cached).
-    async fn look_up(
-        &self,
-        id: &str,
-        hash: &[u8],
-    ) -> Result<Result<Principal, Refusal>, StoreError> {
-        let Some(stored) = self.store.use_key(id, hash).await? else {
+    async fn look_up(&self, id: &str, hash: &[u8]) -> Result<Result<Known, Refusal>, StoreError> {
+        let Some(stored) = self.store.find_key(id).await? else {
             return Ok(Err(Refusal::UnknownKey));
         };
         if !bool::from(stored.secret_hash.ct_eq(hash)) {
@@ -204,16 +237,19 @@ impl Authenticator {
         if stored.revoked_at.is_some() {
             return Ok(Err(Refusal::RevokedKey));
         }
-        Ok(Ok(Principal {
-            tenant: stored.tenant,
-            namespaces: stored.namespaces,
+        Ok(Ok(Known {
+            id: stored.id,
+            principal: Principal {
+                tenant: stored.tenant,
+                namespaces: stored.namespaces,
+            },
         }))
     }
 
     async fn any_keys(&self) -> Result<bool, StoreError> {
         let cached = *self.keys_exist.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((at, exist)) = cached
-            && at.elapsed() < self.ttl
+            && at.elapsed() < self.options.cache_ttl
         {
             return Ok(exist);
         }
@@ -221,39 +257,11 @@ impl Authenticator {
         *self.keys_exist.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), exist));
         Ok(exist)
     }
-
-    fn lock_keys(&self) -> std::sync::MutexGuard<'_, HashMap<Vec<u8>, Cached>> {
-        // A panic while holding the cache cannot leave it inconsistent: use it anyway.
-        self.keys.lock().unwrap_or_else(|p| p.into_inner())
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn generated_keys_parse_back_to_their_id_and_hash() {
-        let generated = generate_key();
-        assert!(generated.key.starts_with(KEY_PREFIX));
-        let (id, secret) = parse_key(&generated.key).unwrap();
-        assert_eq!(id, generated.id);
-        assert_eq!(hash_secret(secret), generated.secret_hash);
-        assert_ne!(generate_key().key, generated.key);
-    }
-
-    #[test]
-    fn malformed_keys_do_not_parse() {
-        for bad in [
-            "",
-            "claimd_",
-            "claimd_abc_def",
-            "other_0123456789abcdef_x",
-            "claimd_0123456789abcdef_",
-        ] {
-            assert_eq!(parse_key(bad), None, "{bad}");
-        }
-    }
 
     #[test]
     fn a_restricted_principal_is_denied_other_namespaces() {

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod auth;
 mod database;
 pub mod defaults;
 pub mod duration;
@@ -21,6 +22,7 @@ mod limits;
 mod metrics;
 pub mod policies;
 mod sealing;
+pub use auth::AuthArgs;
 pub use database::{DatabaseArgs, ResealArgs};
 pub use duration::parse_duration;
 pub use limits::LimitArgs;
@@ -134,6 +136,9 @@ pub struct ServeArgs {
     #[arg(long, env = "CLAIMD_KEY_CACHE_TTL", default_value = defaults::KEY_CACHE_TTL,
           value_parser = parse_duration)]
     pub key_cache_ttl: Duration,
+    /// The failed-authentication limit and the `last_used_at` flush.
+    #[command(flatten)]
+    pub auth: AuthArgs,
     /// How long in-flight calls may run after SIGTERM/SIGINT before the process exits.
     #[arg(long, env = "CLAIMD_SHUTDOWN_GRACE", default_value = defaults::SHUTDOWN_GRACE,
           value_parser = parse_duration)]
@@ -211,6 +216,12 @@ pub struct Config {
     pub connections: crate::listener::ConnectionLimits,
     /// Most bytes of receipts in one List or ListOrphaned page.
     pub list_page_bytes: usize,
+    /// Failed authentications per peer address per window; 0: no limit.
+    pub auth_failure_limit: u32,
+    /// Refill time of the failure limit.
+    pub auth_failure_window: Duration,
+    /// How often `last_used_at` is written.
+    pub key_touch_interval: Duration,
 }
 
 impl Config {
@@ -218,6 +229,16 @@ impl Config {
     /// on loopback, or when explicitly allowed.
     pub fn allows_calls_without_keys(&self) -> bool {
         self.listen.ip().is_loopback() || self.allow_unauthenticated
+    }
+
+    /// How the authenticator caches, limits failures and records key use.
+    pub fn auth_options(&self) -> crate::auth::AuthOptions {
+        crate::auth::AuthOptions {
+            cache_ttl: self.key_cache_ttl,
+            failure_limit: self.auth_failure_limit,
+            failure_window: self.auth_failure_window,
+            touch_interval: self.key_touch_interval,
+        }
     }
 
     /// The TLS files of the main listener.
@@ -245,6 +266,7 @@ impl Config {
         let database_url = args.database.url()?;
         let policies = args.policy.policies()?;
         let connections = args.limits.connections()?;
+        args.auth.validate()?;
         // TLS first: a wrong flag combination or a bad PEM file stops claimd before anything
         // touches disk (`Application::build` reads the files again to serve them).
         let tls = TlsFiles {
@@ -279,6 +301,9 @@ impl Config {
             key_cache_ttl: args.key_cache_ttl,
             connections,
             list_page_bytes: args.limits.list_page_bytes as usize,
+            auth_failure_limit: args.auth.auth_failure_limit,
+            auth_failure_window: args.auth.auth_failure_window,
+            key_touch_interval: args.auth.key_touch_interval,
         })
     }
 }

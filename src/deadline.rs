@@ -1,11 +1,16 @@
 //! Client deadlines: a call whose `grpc-timeout` runs out is answered DEADLINE_EXCEEDED and
-//! its work is dropped. Nothing is half-written: Claim is one statement and the holder's
-//! calls are one transaction, which rolls back when dropped; PostgreSQL also cancels any
-//! statement that runs past `--db-timeout` (`statement_timeout`).
+//! its work is dropped. The deadline is also known to the store while the call runs
+//! ([`remaining`]): a write that would commit after it is refused inside the database
+//! (PostgreSQL's Claim checks the time after its last lock wait, in the statement; every
+//! transaction checks before its COMMIT), so a call answered DEADLINE_EXCEEDED has written
+//! nothing — except when its commit and the deadline cross, the commit done and its
+//! answer lost on the way, which no server can rule out (docs/DESIGN.md §5.9). PostgreSQL
+//! also cancels any statement that runs past `--db-timeout` (`statement_timeout`).
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
+use tokio::time::Instant;
 use tonic::Status;
 
 /// Answer this much before the deadline, so the answer is ours (DEADLINE_EXCEEDED) and not
@@ -15,10 +20,23 @@ const MARGIN: Duration = Duration::from_millis(5);
 /// The answer to a call whose deadline passed (DEADLINE_EXCEEDED, in `api/error.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "the call's deadline passed before claimd could answer; nothing was changed by the \
-     unfinished work"
+    "the call's deadline passed before claimd could answer; its unfinished work was rolled \
+     back, unless it had just committed as the deadline passed (then only the answer was \
+     lost: Get the receipt to know)"
 )]
 pub struct DeadlinePassed;
+
+tokio::task_local! {
+    /// When the current call's answer is due (the deadline less [`MARGIN`]).
+    static DUE: Instant;
+}
+
+/// How long the current call may still take before its answer is due, if the caller set a
+/// deadline; zero once it has passed. `None` outside a call with a deadline.
+pub fn remaining() -> Option<Duration> {
+    DUE.try_with(|due| due.saturating_duration_since(Instant::now()))
+        .ok()
+}
 
 /// The tower layer that enforces the caller's deadline.
 #[derive(Debug, Clone, Copy, Default)]
@@ -78,8 +96,9 @@ where
         let Some(timeout) = timeout else {
             return Box::pin(call);
         };
+        let due = Instant::now() + timeout.saturating_sub(MARGIN);
         Box::pin(async move {
-            match tokio::time::timeout(timeout.saturating_sub(MARGIN), call).await {
+            match tokio::time::timeout_at(due, DUE.scope(due, call)).await {
                 Ok(response) => response,
                 Err(_) => Ok(Status::from(DeadlinePassed).into_http()),
             }

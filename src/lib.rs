@@ -24,6 +24,7 @@
 //!   [`config::Config`].
 //! - [`telemetry`] — logs (one span per RPC) and Prometheus metrics (`/metrics`).
 //! - [`tls`] — the TLS files → tonic's rustls server configuration.
+//! - `private_fs` — owner-only files and directories (the embedded data, the seal key file).
 //! - [`pb`] — the code generated from `proto/claimd/v1/claims.proto`.
 //!
 //! The contract is `docs/DESIGN.md`; the map of the code is `ARCHITECTURE.md`.
@@ -40,6 +41,7 @@ pub mod domain;
 pub mod drain;
 pub mod janitor;
 pub mod listener;
+mod private_fs;
 pub mod seal;
 pub mod server;
 pub mod store;

@@ -51,20 +51,30 @@ async fn serve(args: claimd::config::ServeArgs) -> anyhow::Result<()> {
     app.run_until(shutdown_signal()).await
 }
 
-/// `claimd reseal`: every row's payloads sealed again under the current key.
+/// `claimd reseal`: every row's payloads sealed again in the current format under the
+/// current key; with `--dry-run`, only counted (printed on stdout).
 async fn reseal(args: claimd::config::ResealArgs) -> anyhow::Result<()> {
     claimd::telemetry::init(LogFormat::Text);
     let url = args.database.url()?;
     let seal = args.seal.sealer(&url, claimd::config::KeyUse::Reseal)?;
     let options = args.database.store_options(Arc::new(seal));
     let store = claimd::store::open(&url, &options).await?;
-    let total = claimd::store::reseal_all(store.as_ref(), args.batch_size).await?;
-    tracing::info!(
-        scanned = total.scanned,
-        rewritten = total.rewritten,
-        unreadable = total.unreadable,
-        "reseal done"
-    );
+    let dry_run = args.dry_run;
+    let total = claimd::store::reseal_all(store.as_ref(), args.batch_size, dry_run).await?;
+    total.log(dry_run, "reseal done");
+    if dry_run {
+        println!(
+            "reseal --dry-run: scanned={} rows_to_reseal={} unreadable={} old_format={} \
+             old_key={} plaintext={}",
+            total.scanned,
+            total.rewritten,
+            total.unreadable,
+            total.old_format,
+            total.old_key,
+            total.plaintext
+        );
+        return Ok(());
+    }
     if total.unreadable > 0 {
         anyhow::bail!(
             "{} rows did not open with the configured keys and were left as they are (see the \

@@ -1,22 +1,30 @@
-//! Sealing of stored payloads (docs/DESIGN.md §3.6): the recovery payload, checkpoint, response and
-//! error text are stored with AES-256-GCM, bound to their row and field, under a key ring.
+//! Sealing of stored payloads (docs/DESIGN.md §3.6): the recovery payload, checkpoint,
+//! response and error text are stored with XChaCha20-Poly1305, bound to their row, the
+//! row's life and the field, under a key ring.
 //!
-//! Stored format, every sealed column of both stores:
+//! Stored formats, every sealed column of both stores (the first byte says which):
 //!
-//! | byte(s) | meaning |
-//! | --- | --- |
-//! | 0 | `0x00`: plaintext follows (written only without keys, with `--allow-plaintext-payloads`); `0x01`: sealed |
-//! | 1–4 | (sealed) the key id: first four bytes of SHA-256(key) |
-//! | 5–16 | (sealed) a random 96-bit nonce |
-//! | 17… | (sealed) ciphertext and the 16-byte tag |
+//! | format | bytes after the format byte | written |
+//! | --- | --- | --- |
+//! | `0x00` plaintext | the plaintext | only without keys, with `--allow-plaintext-payloads` |
+//! | `0x01` AES-256-GCM | key id (4), random nonce (12), ciphertext and tag (16) | no longer; opened in rows without a life id |
+//! | `0x02` XChaCha20-Poly1305 | key id (4), random nonce (24), ciphertext and tag (16) | every sealed value |
 //!
-//! The associated data is `claimd/v1\0` tenant `\0` namespace `\0` key `\0` field, so a
-//! ciphertext copied to another row or another field fails authentication. Opening fails
+//! The key id is the first four bytes of SHA-256(key). The associated data of `0x02` is
+//! `claimd/v2\0` tenant `\0` namespace `\0` key `\0` field `\0` life, where life is the
+//! row's 16-byte `life_id` (created with the row, never changed; empty for rows from before
+//! lifetimes), so a ciphertext copied to another row, another field or another life of the
+//! same key fails authentication. `0x01` bound `claimd/v1\0` tenant `\0` namespace `\0` key
+//! `\0` field and no life, so it opens only in a row without a life id. Opening fails
 //! closed: a value that does not verify is an error, never plaintext.
 
+mod format;
 mod keyfile;
 mod ring;
 
+pub use format::{
+    FORMAT_AES_GCM, FORMAT_PLAINTEXT, FORMAT_SEALED, FORMAT_XCHACHA, Standing, stored_key_id,
+};
 pub use keyfile::{
     KEY_FILE_NAME, load as load_key_file, load_or_create as load_or_create_key_file,
 };
@@ -24,15 +32,18 @@ pub use ring::{KEY_LEN, KeyError, KeyId, KeyPosition, KeyRing, encode_key, gener
 
 use aes_gcm::Aes256Gcm;
 use aes_gcm::aead::{Aead, AeadCore, Nonce, OsRng, Payload};
+use chacha20poly1305::XChaCha20Poly1305;
+use format::Layout;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Format byte: plaintext follows.
-pub const FORMAT_PLAINTEXT: u8 = 0x00;
-/// Format byte: key id, nonce, ciphertext and tag follow.
-pub const FORMAT_SEALED: u8 = 0x01;
-const NONCE_LEN: usize = 12;
-const TAG_LEN: usize = 16;
-const HEADER_LEN: usize = 1 + 4 + NONCE_LEN;
+/// The length of a row's life id.
+pub const LIFE_LEN: usize = 16;
+
+/// A new random life id, for a row about to be inserted.
+pub fn new_life() -> [u8; LIFE_LEN] {
+    rand::random()
+}
 
 /// A sealed column; its name is part of the associated data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -65,7 +76,7 @@ impl fmt::Display for Field {
     }
 }
 
-/// The row a sealed value belongs to.
+/// The row, and the life of the row, a sealed value belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Binding<'a> {
     /// The tenant.
@@ -74,13 +85,21 @@ pub struct Binding<'a> {
     pub namespace: &'a str,
     /// The key.
     pub key: &'a str,
+    /// The row's `life_id`; empty for a row from before lifetimes.
+    pub life: &'a [u8],
 }
 
 impl Binding<'_> {
-    fn aad(&self, field: Field) -> Vec<u8> {
+    /// The associated data of format `version`: `claimd/v{version}\0` and the row and field
+    /// joined by `\0`; version 2 adds `\0` and the life.
+    fn aad(&self, version: u8, field: Field) -> Vec<u8> {
         let parts = [self.tenant, self.namespace, self.key, field.as_str()];
-        let mut aad = b"claimd/v1\0".to_vec();
+        let mut aad = format!("claimd/v{version}\0").into_bytes();
         aad.extend_from_slice(parts.join("\0").as_bytes());
+        if version >= 2 {
+            aad.push(0);
+            aad.extend_from_slice(self.life);
+        }
         aad
     }
 }
@@ -97,7 +116,8 @@ pub enum SealError {
         /// The key id in the ciphertext.
         id: KeyId,
     },
-    /// The tag did not verify: tampered, copied from elsewhere or truncated.
+    /// The tag did not verify: tampered, truncated, or copied from another row, field or
+    /// life of the key.
     #[error("{field}: the sealed value failed authentication")]
     Forged {
         /// The column.
@@ -112,6 +132,13 @@ pub enum SealError {
         format: u8,
         /// The stored length.
         len: usize,
+    },
+    /// In format `0x01` in a row that has a life id: the row was created after lifetimes,
+    /// so the value was copied from an earlier life (or another row) and is not trusted.
+    #[error("{field}: an old-format value in a row that has a lifetime")]
+    WrongLife {
+        /// The column.
+        field: Field,
     },
     /// Stored in plaintext while this configuration demands sealed values.
     #[error("{field}: stored in plaintext, which this configuration does not accept")]
@@ -135,11 +162,13 @@ impl SealError {
 
 /// Seals and opens stored values. Either it has a key ring (sealing under the current key,
 /// opening plaintext only if told to accept it), or it has none and stores plaintext —
-/// which only `--allow-plaintext-payloads` asks for.
+/// which only `--allow-plaintext-payloads` asks for. It counts the values it seals, so tests
+/// can prove that a path seals nothing.
 #[derive(Debug)]
 pub struct Sealer {
     ring: Option<KeyRing>,
     allow_plaintext: bool,
+    seals: AtomicU64,
 }
 
 impl Sealer {
@@ -149,6 +178,7 @@ impl Sealer {
         Sealer {
             ring: Some(ring),
             allow_plaintext,
+            seals: AtomicU64::new(0),
         }
     }
 
@@ -157,6 +187,7 @@ impl Sealer {
         Sealer {
             ring: None,
             allow_plaintext: true,
+            seals: AtomicU64::new(0),
         }
     }
 
@@ -179,27 +210,35 @@ impl Sealer {
         self.allow_plaintext
     }
 
-    /// `plaintext` in stored form for `field` of the row `at`.
+    /// How many values [`Sealer::seal`] has put in stored form since this sealer was made.
+    pub fn seal_count(&self) -> u64 {
+        self.seals.load(Ordering::Relaxed)
+    }
+
+    /// `plaintext` in stored form for `field` of the row `at`: format `0x02` under the
+    /// current key with a random 192-bit nonce, or `0x00` without keys.
     pub fn seal(&self, at: Binding<'_>, field: Field, plaintext: &[u8]) -> Vec<u8> {
+        self.seals.fetch_add(1, Ordering::Relaxed);
         let Some(ring) = &self.ring else {
             let mut stored = Vec::with_capacity(1 + plaintext.len());
             stored.push(FORMAT_PLAINTEXT);
             stored.extend_from_slice(plaintext);
             return stored;
         };
-        let (id, cipher) = ring.current_cipher();
-        let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
-        let aad = at.aad(field);
+        let (id, key) = ring.current_key();
+        let nonce = XChaCha20Poly1305::generate_nonce(&mut OsRng);
+        let aad = at.aad(2, field);
         let payload = Payload {
             msg: plaintext,
             aad: &aad,
         };
-        // AES-GCM refuses only plaintexts over 64 GiB; stored blobs are limited to KiBs.
-        let sealed = cipher
+        // XChaCha20-Poly1305 refuses only plaintexts over 256 GiB; stored blobs are KiBs.
+        let sealed = key
+            .xchacha
             .encrypt(&nonce, payload)
-            .expect("blob within AES-GCM's length limit");
-        let mut stored = Vec::with_capacity(HEADER_LEN + sealed.len());
-        stored.push(FORMAT_SEALED);
+            .expect("blob within XChaCha20-Poly1305's length limit");
+        let mut stored = Vec::with_capacity(Layout::XCHACHA.header() + sealed.len());
+        stored.push(FORMAT_XCHACHA);
         stored.extend_from_slice(&id.0);
         stored.extend_from_slice(&nonce);
         stored.extend_from_slice(&sealed);
@@ -207,57 +246,61 @@ impl Sealer {
     }
 
     /// The plaintext of a stored value of `field` of the row `at`, or why it cannot be
-    /// trusted.
+    /// trusted. A `0x01` value opens only in a row without a life id.
     pub fn open(&self, at: Binding<'_>, field: Field, stored: &[u8]) -> Result<Vec<u8>, SealError> {
-        let malformed = || SealError::Malformed {
-            field,
-            format: stored.first().copied().unwrap_or(0),
-            len: stored.len(),
+        let format = stored.first().copied();
+        if format == Some(FORMAT_PLAINTEXT) {
+            return match self.allow_plaintext {
+                true => Ok(stored[1..].to_vec()),
+                false => Err(SealError::Plaintext { field }),
+            };
+        }
+        let split = format.and_then(Layout::of).and_then(|l| l.split(stored));
+        let Some((id, nonce, sealed)) = split else {
+            return Err(SealError::Malformed {
+                field,
+                format: format.unwrap_or(0),
+                len: stored.len(),
+            });
         };
-        match stored.first() {
-            Some(&FORMAT_PLAINTEXT) if self.allow_plaintext => Ok(stored[1..].to_vec()),
-            Some(&FORMAT_PLAINTEXT) => Err(SealError::Plaintext { field }),
-            Some(&FORMAT_SEALED) if stored.len() >= HEADER_LEN + TAG_LEN => {
-                let id = KeyId([stored[1], stored[2], stored[3], stored[4]]);
-                let cipher = self
-                    .ring
-                    .as_ref()
-                    .and_then(|r| r.cipher(id))
-                    .ok_or(SealError::UnknownKey { field, id })?;
-                let mut nonce = Nonce::<Aes256Gcm>::default();
-                nonce.copy_from_slice(&stored[5..HEADER_LEN]);
-                let aad = at.aad(field);
-                let payload = Payload {
-                    msg: &stored[HEADER_LEN..],
-                    aad: &aad,
-                };
-                cipher
-                    .decrypt(&nonce, payload)
-                    .map_err(|_| SealError::Forged { field })
-            }
-            _ => Err(malformed()),
+        if format == Some(FORMAT_AES_GCM) && !at.life.is_empty() {
+            return Err(SealError::WrongLife { field });
         }
+        let key = self
+            .ring
+            .as_ref()
+            .and_then(|r| r.key(id))
+            .ok_or(SealError::UnknownKey { field, id })?;
+        let forged = |_| SealError::Forged { field };
+        if format == Some(FORMAT_AES_GCM) {
+            let aad = at.aad(1, field);
+            let payload = Payload {
+                msg: sealed,
+                aad: &aad,
+            };
+            let mut n = Nonce::<Aes256Gcm>::default();
+            n.copy_from_slice(nonce);
+            return key.aes_gcm.decrypt(&n, payload).map_err(forged);
+        }
+        let aad = at.aad(2, field);
+        let payload = Payload {
+            msg: sealed,
+            aad: &aad,
+        };
+        let mut n = Nonce::<XChaCha20Poly1305>::default();
+        n.copy_from_slice(nonce);
+        key.xchacha.decrypt(&n, payload).map_err(forged)
     }
 
-    /// Whether `stored` is already sealed under the current key (so `reseal` can skip it).
-    /// Without a ring nothing is current.
+    /// How `stored` stands against the current key (what `reseal` would do with it).
+    pub fn standing(&self, stored: &[u8]) -> Standing {
+        format::standing(self.ring.as_ref(), stored)
+    }
+
+    /// Whether `stored` is already in format `0x02` under the current key (so `reseal` can
+    /// skip it). Without a ring nothing is current.
     pub fn is_current(&self, stored: &[u8]) -> bool {
-        match &self.ring {
-            Some(ring) => {
-                stored.len() >= HEADER_LEN + TAG_LEN
-                    && stored[0] == FORMAT_SEALED
-                    && stored[1..5] == ring.current().0
-            }
-            None => false,
-        }
-    }
-}
-
-/// The key id in a stored value, if it is sealed (for tests and diagnostics).
-pub fn stored_key_id(stored: &[u8]) -> Option<KeyId> {
-    match stored {
-        [FORMAT_SEALED, a, b, c, d, ..] => Some(KeyId([*a, *b, *c, *d])),
-        _ => None,
+        self.standing(stored) == Standing::Current
     }
 }
 

@@ -148,8 +148,9 @@ impl Application {
         let auth = Arc::new(Authenticator::new(
             self.store.clone(),
             self.config.allows_calls_without_keys(),
-            self.config.key_cache_ttl,
+            self.config.auth_options(),
         ));
+        let touch = auth.spawn_touch();
         let probe = tokio::spawn(probe_health(
             self.store.clone(),
             reporter.clone(),
@@ -188,7 +189,7 @@ impl Application {
                 ))
                 .layer(drain.clone())
                 .layer(DeadlineLayer)
-                .layer(AuthLayer::new(auth))
+                .layer(AuthLayer::new(auth.clone()))
                 .add_service(health_service)
                 .add_service(reflection_v1)
                 .add_service(reflection_v1alpha)
@@ -213,6 +214,9 @@ impl Application {
             Ok(joined) => joined??,
             Err(_) => tracing::warn!("grace period over; exiting with calls still in flight"),
         }
+        // The key uses of the last interval are written before exiting.
+        touch.abort();
+        let _ = tokio::time::timeout_at(deadline, auth.flush_uses()).await;
         // Probes keep seeing NOT_SERVING until the main listener has drained.
         let _ = health_stop_tx.send(());
         if let Some(mut health_only) = health_only {

@@ -55,6 +55,7 @@ impl From<StoreError> for Status {
                 tracing::warn!(error = %source, "database unavailable");
                 Status::unavailable("the database is unavailable; retry later")
             }
+            StoreError::DeadlinePassed => Status::from(DeadlinePassed),
             StoreError::Contended => {
                 telemetry::store_error(&e);
                 Status::unavailable("too much contention on this key; retry later")
@@ -89,6 +90,8 @@ impl From<Refusal> for Status {
             Refusal::RevokedKey | Refusal::NamespaceDenied(_) | Refusal::NamespaceRequired => {
                 Code::PermissionDenied
             }
+            // Too many failed authentications from this peer address (issue 17 §5).
+            Refusal::TooManyFailures => Code::ResourceExhausted,
         };
         Status::new(code, refusal.to_string())
     }
@@ -168,6 +171,13 @@ mod tests {
         for refusal in denied {
             assert_eq!(Status::from(refusal).code(), Code::PermissionDenied);
         }
+        let throttled = Status::from(Refusal::TooManyFailures);
+        assert_eq!(throttled.code(), Code::ResourceExhausted);
+        assert!(
+            throttled
+                .message()
+                .contains("too many failed authentications")
+        );
     }
 
     #[test]

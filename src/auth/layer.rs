@@ -1,12 +1,15 @@
 //! The tower layer that authenticates every call on the main listener before any service
 //! sees it, except health Check and Watch ([`OPEN_PATHS`]); refusals are answered with the
-//! status `api/error.rs` maps them to.
+//! status `api/error.rs` maps them to. The peer's IP address (from tonic's connection info,
+//! plaintext or TLS) is what the failed-authentication limit counts by.
 
 use super::Authenticator;
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tonic::Status;
+use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo};
 
 /// The calls served without credentials: health Check and Watch, which reveal only the
 /// serving status.
@@ -79,7 +82,7 @@ where
                 .headers()
                 .get(http::header::AUTHORIZATION)
                 .map(|v| v.as_bytes());
-            match auth.authenticate(header).await {
+            match auth.authenticate(header, peer_ip(&request)).await {
                 Ok(principal) => {
                     request.extensions_mut().insert(principal);
                     inner.call(request).await
@@ -88,4 +91,15 @@ where
             }
         })
     }
+}
+
+/// The IP address the request came from, if tonic recorded the connection.
+fn peer_ip<B>(request: &http::Request<B>) -> Option<IpAddr> {
+    let extensions = request.extensions();
+    let tcp = extensions.get::<TcpConnectInfo>().or_else(|| {
+        extensions
+            .get::<TlsConnectInfo<TcpConnectInfo>>()
+            .map(TlsConnectInfo::get_ref)
+    });
+    tcp.and_then(TcpConnectInfo::remote_addr).map(|a| a.ip())
 }

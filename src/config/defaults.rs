@@ -15,6 +15,14 @@ pub const DB_TIMEOUT: &str = "5s";
 pub const HEALTH_INTERVAL: &str = "1s";
 /// `--key-cache-ttl`.
 pub const KEY_CACHE_TTL: &str = "5s";
+// Issue 17 §5 (authentication floods): begin.
+/// `--auth-failure-limit`: failed authentications per peer address per window (0: off).
+pub const AUTH_FAILURE_LIMIT: u32 = 30;
+/// `--auth-failure-window`: how long a peer's failure allowance takes to refill.
+pub const AUTH_FAILURE_WINDOW: &str = "60s";
+/// `--key-touch-interval`: how often `last_used_at` of the keys in use is written.
+pub const KEY_TOUCH_INTERVAL: &str = "60s";
+// Issue 17 §5: end.
 /// `--shutdown-grace`.
 pub const SHUTDOWN_GRACE: &str = "10s";
 /// `--metrics-listen`.

@@ -1,7 +1,10 @@
 //! Seal key files: one base64 key per line, the current one first, `#` comments allowed.
-//! The embedded store generates one (mode 0600) on first start; it is written under a
-//! temporary name and linked into place, so a crash never leaves a half-written key file and
-//! two processes starting at once end up with the same key.
+//! The embedded store generates one (mode 0600, its directory 0700 when created) on first
+//! start; it is written under a temporary name and linked into place, so a crash never
+//! leaves a half-written key file and two processes starting at once end up with the same
+//! key. The temporary file is created exclusively (`O_CREAT|O_EXCL`, `O_NOFOLLOW`, 0600):
+//! a file or symlink left at its name is removed (never followed or reused) and creation
+//! tried once more. A key file readable by group or others is refused (issue 17 §6).
 
 use super::ring::{KeyError, KeyRing, encode_key, generate_key};
 use std::io::Write;
@@ -17,21 +20,25 @@ fn file_error(path: &Path) -> impl FnOnce(std::io::Error) -> KeyError + '_ {
     }
 }
 
-/// Reads the key ring in `path`. Warns (without the keys) when the file is readable by
-/// anybody but its owner.
+/// Reads the key ring in `path`; refuses a file that group or others may access (the
+/// error names the file and says to `chmod 600` it).
 pub fn load(path: &Path) -> Result<KeyRing, KeyError> {
-    let text = std::fs::read_to_string(path).map_err(file_error(path))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         let meta = std::fs::metadata(path).map_err(file_error(path))?;
-        if meta.permissions().mode() & 0o077 != 0 {
-            tracing::warn!(
-                path = %path.display(),
-                "the seal key file is readable by other users; chmod 600 it"
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            let reason = format!(
+                "mode {mode:o} lets other users read it: run `chmod 600 {}` (owned by the \
+                 user claimd runs as)",
+                path.display()
             );
+            let denied = std::io::Error::new(std::io::ErrorKind::PermissionDenied, reason);
+            return Err(file_error(path)(denied));
         }
     }
+    let text = std::fs::read_to_string(path).map_err(file_error(path))?;
     KeyRing::parse_file(&text).map_err(|e| match e {
         KeyError::Empty => KeyError::File {
             path: path.to_owned(),
@@ -48,7 +55,7 @@ pub fn load_or_create(path: &Path) -> Result<(KeyRing, bool), KeyError> {
         return Ok((load(path)?, false));
     }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(file_error(dir))?;
+        crate::private_fs::create_dir_all(dir).map_err(file_error(dir))?;
     }
     let temp = temp_path(path);
     let written = write_new(&temp);
@@ -68,21 +75,25 @@ pub fn load_or_create(path: &Path) -> Result<(KeyRing, bool), KeyError> {
     }
 }
 
+/// The temporary name the new key file is written under before it is linked into place:
+/// `<path>.tmp-<process id>`.
 fn temp_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(format!(".tmp-{}", std::process::id()));
     PathBuf::from(name)
 }
 
+/// Creates `path` exclusively and writes a new key into it. Whatever was at `path` (a stale
+/// temporary file, or a file or symlink planted there) is removed, not followed, and the
+/// exclusive creation tried once more.
 fn write_new(path: &Path) -> std::io::Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(path)?;
+    let mut file = match crate::private_fs::create_new(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            std::fs::remove_file(path)?;
+            crate::private_fs::create_new(path)?
+        }
+        other => other?,
+    };
     writeln!(
         file,
         "# claimd seal keys: one base64 AES-256 key per line, the current key first; keys\n\

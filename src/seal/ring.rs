@@ -1,5 +1,6 @@
-//! The key ring: 32-byte AES-256 keys, the current one first, older ones after it for
-//! reading only. A key is named by its [`KeyId`], the first four bytes of its SHA-256, so
+//! The key ring: 32-byte keys, the current one first, older ones after it for reading
+//! only. Each key seals with XChaCha20-Poly1305 (format `0x02`) and opens both that and the
+//! AES-256-GCM values of format `0x01`, which claimd no longer writes. A key is named by its [`KeyId`], the first four bytes of its SHA-256, so
 //! keys need no names and a ciphertext says which key sealed it. Nothing here ever puts key
 //! material into an error message or a `Debug` string.
 
@@ -7,10 +8,11 @@ use aes_gcm::Aes256Gcm;
 use aes_gcm::aead::{KeyInit, OsRng};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use chacha20poly1305::XChaCha20Poly1305;
 use sha2::{Digest, Sha256};
 use std::fmt;
 
-/// The length of a key in bytes (AES-256).
+/// The length of a key in bytes (256 bits, for either cipher).
 pub const KEY_LEN: usize = 32;
 
 /// Names a key inside every ciphertext: the first four bytes of SHA-256(key).
@@ -91,9 +93,13 @@ pub enum KeyError {
     },
 }
 
-struct RingKey {
+/// One configured key, ready for both ciphers.
+pub(super) struct RingKey {
     id: KeyId,
-    cipher: Aes256Gcm,
+    /// Seals and opens format `0x02`.
+    pub(super) xchacha: XChaCha20Poly1305,
+    /// Only opens format `0x01`.
+    pub(super) aes_gcm: Aes256Gcm,
 }
 
 /// The configured keys, never empty: the first seals, every one opens.
@@ -128,8 +134,11 @@ impl KeyRing {
             if ring.iter().any(|k| k.id == id) {
                 return Err(KeyError::Duplicate { at, id });
             }
-            let cipher = Aes256Gcm::new(&key.into());
-            ring.push(RingKey { id, cipher });
+            ring.push(RingKey {
+                id,
+                xchacha: XChaCha20Poly1305::new(&key.into()),
+                aes_gcm: Aes256Gcm::new(&key.into()),
+            });
         }
         Ok(KeyRing { keys: ring })
     }
@@ -172,13 +181,13 @@ impl KeyRing {
     }
 
     /// The sealing key.
-    pub(super) fn current_cipher(&self) -> (KeyId, &Aes256Gcm) {
-        (self.keys[0].id, &self.keys[0].cipher)
+    pub(super) fn current_key(&self) -> (KeyId, &RingKey) {
+        (self.keys[0].id, &self.keys[0])
     }
 
     /// The key named `id`, if configured.
-    pub(super) fn cipher(&self, id: KeyId) -> Option<&Aes256Gcm> {
-        self.keys.iter().find(|k| k.id == id).map(|k| &k.cipher)
+    pub(super) fn key(&self, id: KeyId) -> Option<&RingKey> {
+        self.keys.iter().find(|k| k.id == id)
     }
 }
 

@@ -1,13 +1,21 @@
-//! Unit tests of sealing: the format, the binding to row and field, the key ring, rotation
-//! and key files.
+//! Unit tests of sealing: the formats, the binding to row, field and life, the key ring,
+//! rotation and key files.
 
+use super::format::TAG_LEN;
 use super::*;
+use aes_gcm::aead::KeyInit;
 
 const AT: Binding<'static> = Binding {
     tenant: "acme",
     namespace: "slack-events",
     key: "Ev1",
+    life: &[7; LIFE_LEN],
 };
+
+/// A row from before lifetimes.
+const LIFELESS: Binding<'static> = Binding { life: &[], ..AT };
+
+const HEADER_LEN: usize = Layout::XCHACHA.header();
 
 fn ring(keys: &[[u8; KEY_LEN]]) -> KeyRing {
     KeyRing::new(keys).expect("valid ring")
@@ -102,6 +110,7 @@ fn truncated_and_unknown_formats_are_malformed() {
         &[][..],
         &stored[..HEADER_LEN + TAG_LEN - 1],
         &[0x02, 1, 2, 3][..],
+        &[0x03; 64][..],
     ] {
         let opened = sealer.open(AT, Field::Response, bad);
         assert!(
@@ -253,9 +262,110 @@ fn an_empty_key_file_is_an_error_naming_the_file() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join(KEY_FILE_NAME);
     std::fs::write(&path, "# nothing here\n").unwrap();
+    // Key files must be the owner's only (issue 17 §6), or the mode is the error.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
     let error = load_key_file(&path).unwrap_err().to_string();
     assert!(
         error.contains(KEY_FILE_NAME) && error.contains("no key"),
         "{error}"
     );
+}
+
+/// `plaintext` sealed in format `0x01`, as claimd wrote it before format `0x02`.
+fn sealed_v1(key: &[u8; KEY_LEN], at: Binding<'_>, field: Field, plaintext: &[u8]) -> Vec<u8> {
+    let cipher = Aes256Gcm::new(key.into());
+    let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
+    let aad = at.aad(1, field);
+    let payload = Payload {
+        msg: plaintext,
+        aad: &aad,
+    };
+    let sealed = cipher.encrypt(&nonce, payload).unwrap();
+    let mut stored = vec![FORMAT_AES_GCM];
+    stored.extend_from_slice(&KeyId::of(key).0);
+    stored.extend_from_slice(&nonce);
+    stored.extend_from_slice(&sealed);
+    stored
+}
+
+#[test]
+fn old_format_values_open_only_in_rows_without_a_life() {
+    let key = generate_key();
+    let sealer = Sealer::with_keys(ring(&[key]), false);
+    let old = sealed_v1(&key, LIFELESS, Field::Response, b"from before");
+    assert_eq!(
+        sealer.open(LIFELESS, Field::Response, &old),
+        Ok(b"from before".to_vec())
+    );
+    assert_eq!(sealer.standing(&old), Standing::OldFormat);
+    assert!(!sealer.is_current(&old));
+    assert_eq!(stored_key_id(&old), Some(KeyId::of(&key)));
+    assert_eq!(
+        sealer.open(AT, Field::Response, &old),
+        Err(SealError::WrongLife {
+            field: Field::Response
+        })
+    );
+    let mut tampered = old.clone();
+    tampered[Layout::AES_GCM.header()] ^= 1;
+    assert_eq!(
+        sealer.open(LIFELESS, Field::Response, &tampered),
+        Err(SealError::Forged {
+            field: Field::Response
+        })
+    );
+}
+
+#[test]
+fn new_values_are_bound_to_the_life_of_their_row() {
+    let sealer = Sealer::ephemeral();
+    let stored = sealer.seal(AT, Field::RecoveryPayload, b"payload");
+    assert_eq!(sealer.standing(&stored), Standing::Current);
+    let later = Binding {
+        life: &[8; LIFE_LEN],
+        ..AT
+    };
+    for other in [later, LIFELESS] {
+        assert_eq!(
+            sealer.open(other, Field::RecoveryPayload, &stored),
+            Err(SealError::Forged {
+                field: Field::RecoveryPayload
+            })
+        );
+    }
+    let lifeless = sealer.seal(LIFELESS, Field::RecoveryPayload, b"payload");
+    assert_eq!(
+        sealer.open(LIFELESS, Field::RecoveryPayload, &lifeless),
+        Ok(b"payload".to_vec())
+    );
+    assert!(sealer.open(AT, Field::RecoveryPayload, &lifeless).is_err());
+    assert_ne!(new_life(), new_life());
+}
+
+#[test]
+fn every_seal_is_counted_and_nothing_else() {
+    let sealer = Sealer::ephemeral();
+    assert_eq!(sealer.seal_count(), 0);
+    let stored = sealer.seal(AT, Field::Checkpoint, b"cp");
+    sealer.seal(AT, Field::Checkpoint, b"cp");
+    sealer.open(AT, Field::Checkpoint, &stored).unwrap();
+    sealer.is_current(&stored);
+    assert_eq!(sealer.seal_count(), 2);
+}
+
+#[test]
+fn standing_sorts_values_for_reseal() {
+    let (old, new) = (generate_key(), generate_key());
+    let before = Sealer::with_keys(ring(&[old]), false);
+    let during = Sealer::with_keys(ring(&[new, old]), false);
+    let under_old = before.seal(AT, Field::Response, b"x");
+    assert_eq!(during.standing(&under_old), Standing::OldKey);
+    assert_eq!(during.standing(b"\x00x"), Standing::Plaintext);
+    assert_eq!(during.standing(b"\x02short"), Standing::Malformed);
+    assert_eq!(during.standing(&[]), Standing::Malformed);
+    assert_eq!(Sealer::plaintext().standing(&under_old), Standing::OldKey);
 }

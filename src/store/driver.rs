@@ -9,13 +9,14 @@
 //! [`super::Lifecycle`] and [`KeyStore`]. Rows cross the boundary as a receipt without its
 //! sealed fields plus those fields as stored ([`Row`]); only [`super::receipts`] opens or
 //! seals them. The exception is [`Driver::claim_row`], the hot path: each backend decides a
-//! Claim its own way (PostgreSQL in one statement, SQLite with a read and, when a write is
-//! due, its single writer), with the sealer it holds.
+//! Claim its own way (PostgreSQL with a read and, when a write is due, one statement;
+//! SQLite with a read and, when a write is due, its single writer), with the sealer it
+//! holds, sealing only what that write stores.
 
 use super::keys::KeyStore;
 use super::{
     Gauges, Lifecycle, ListQuery, OrphanCursor, OrphanQuery, ResealCursor, Retention, StoreError,
-    StoredBlobs, sealed::ResealRow,
+    StoredBlobs, reseal::ResealRow,
 };
 use crate::domain::{ClaimInput, ClaimOutcome, Policy, Receipt, ReceiptKey, Timestamp};
 use crate::seal::Sealer;
@@ -50,7 +51,9 @@ pub trait Driver: Pages + Retention + Gauges + Lifecycle + KeyStore + 'static {
     /// Starts a write transaction.
     async fn begin(&self) -> Result<Self::Tx, StoreError>;
 
-    /// Commits `tx`.
+    /// Commits `tx`, unless the current call's deadline has passed
+    /// ([`super::still_in_time`]): then `tx` rolls back and the call learns
+    /// [`StoreError::DeadlinePassed`].
     async fn commit(&self, tx: Self::Tx) -> Result<(), StoreError>;
 
     /// Locks the row for the rest of `tx` and reads it, with the store's clock.
@@ -63,6 +66,7 @@ pub trait Driver: Pages + Retention + Gauges + Lifecycle + KeyStore + 'static {
 
     /// Writes `receipt` over its locked row: every column a holder action or redrive may
     /// change, and the sealed columns as `sealed` (`None` leaves them exactly as stored).
+    /// Never changes the row's `life_id`.
     async fn write(
         &self,
         tx: &mut Self::Tx,
@@ -72,7 +76,7 @@ pub trait Driver: Pages + Retention + Gauges + Lifecycle + KeyStore + 'static {
     ) -> Result<(), StoreError>;
 
     /// Up to `limit` rows of every tenant after `after` in primary-key order, locked for
-    /// the rest of `tx`, with their sealed columns.
+    /// the rest of `tx`, with their sealed columns and life ids.
     async fn reseal_rows(
         &self,
         tx: &mut Self::Tx,

@@ -35,7 +35,8 @@ pub struct ApiKey {
     pub namespaces: Option<Vec<String>>,
     /// Creation time.
     pub created_at: Timestamp,
-    /// Last successful lookup (updated at most once per cache period per replica).
+    /// Last successful authentication, as recorded by the background flush (at most once per
+    /// `--key-touch-interval` per replica, so up to that much behind).
     pub last_used_at: Option<Timestamp>,
     /// When it was revoked.
     pub revoked_at: Option<Timestamp>,
@@ -50,9 +51,12 @@ pub trait KeyStore: Send + Sync {
     async fn list_keys(&self) -> Result<Vec<ApiKey>, StoreError>;
     /// Revokes a key; `false` when no key has that id.
     async fn revoke_key(&self, id: &str) -> Result<bool, StoreError>;
-    /// Looks a key up for authentication, recording the use when `secret_hash` matches and
-    /// the key is not revoked.
-    async fn use_key(&self, id: &str, secret_hash: &[u8]) -> Result<Option<ApiKey>, StoreError>;
+    /// The key with this id, if any: a read only (authentication compares the secret's hash
+    /// itself, and an unknown or wrong key must cost no write).
+    async fn find_key(&self, id: &str) -> Result<Option<ApiKey>, StoreError>;
+    /// Sets `last_used_at` to now on these keys (those not revoked): called by the
+    /// authenticator's background flush, at most once per interval per key.
+    async fn touch_keys(&self, ids: &[String]) -> Result<(), StoreError>;
     /// Whether any key was ever created, revoked or not: protected mode ends once one is,
     /// and revoking every key must not reopen anonymous access.
     async fn keys_exist(&self) -> Result<bool, StoreError>;

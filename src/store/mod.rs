@@ -14,6 +14,7 @@ mod page;
 pub mod postgres;
 mod prune;
 mod receipts;
+mod reseal;
 mod row;
 mod sealed;
 pub mod sqlite;
@@ -25,7 +26,8 @@ pub use orphans::{OrphanCounts, OrphanCursor, OrphanPage, OrphanQuery};
 pub(crate) use page::PageBudget;
 pub use page::{DEFAULT_PAGE_BYTES, RECEIPT_OVERHEAD, receipt_bytes};
 pub use prune::{JanitorLock, PruneScope, PruneStep};
-pub use sealed::{ResealBatch, ResealCursor, StoredBlobs, UNREADABLE, reseal_all};
+pub use reseal::{ResealBatch, ResealCursor, reseal_all};
+pub use sealed::{StoredBlobs, UNREADABLE};
 
 use crate::domain::{Action, ActionError, ClaimInput, ClaimOutcome, Policy, Receipt, ReceiptKey};
 use async_trait::async_trait;
@@ -51,6 +53,9 @@ pub enum StoreError {
     /// A migration failed.
     #[error("migration failed")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The call's deadline passed before its write could commit; the write was rolled back.
+    #[error("the call's deadline passed before its write could commit; nothing was written")]
+    DeadlinePassed,
     /// Claim lost the race to concurrent commits too many times in a row.
     #[error("too much contention on one key; try again")]
     Contended,
@@ -67,6 +72,16 @@ pub enum StoreError {
     /// DATA_LOSS, and never the plaintext.
     #[error("a sealed field failed authentication")]
     Sealed(#[from] crate::seal::SealError),
+}
+
+/// Refuses to commit once the current call's deadline has passed ([`crate::deadline`]): the
+/// caller is answered DEADLINE_EXCEEDED, so its write must not land. Every write
+/// transaction checks this right before its COMMIT ([`driver::Driver::commit`]).
+pub(crate) fn still_in_time() -> Result<(), StoreError> {
+    match crate::deadline::remaining() {
+        Some(left) if left.is_zero() => Err(StoreError::DeadlinePassed),
+        _ => Ok(()),
+    }
 }
 
 /// Connections of a store's pools (both of the embedded store's pools together).
@@ -94,7 +109,8 @@ impl PoolStats {
 /// shifted by [`Clock`]).
 #[async_trait]
 pub trait Claims: Send + Sync {
-    /// Decides a Claim (`docs/DESIGN.md` §2) in one round trip; a duplicate writes nothing.
+    /// Decides a Claim (`docs/DESIGN.md` §2); a duplicate costs one read and writes and
+    /// seals nothing.
     async fn claim(
         &self,
         tenant: &str,
@@ -162,11 +178,14 @@ pub trait Retention: Send + Sync {
 #[async_trait]
 pub trait Reseal: Send + Sync {
     /// Seals the sealed columns of up to `limit` rows after `after` (in primary-key order)
-    /// again under the current key, in one transaction, skipping rows already under it.
+    /// again in the current format under the current key and each row's own life, in one
+    /// transaction, skipping rows already current. With `dry_run`, writes nothing and
+    /// reports what it would have done.
     async fn reseal_batch(
         &self,
         after: Option<&ResealCursor>,
         limit: u32,
+        dry_run: bool,
     ) -> Result<ResealBatch, StoreError>;
 }
 
@@ -240,6 +259,7 @@ impl StoreError {
             StoreError::Refused(_) => "refused",
             StoreError::Unavailable(_) => "unavailable",
             StoreError::Contended => "contended",
+            StoreError::DeadlinePassed => "deadline",
             StoreError::Sealed(_) => "sealed",
             StoreError::Corrupt(_) => "corrupt",
             StoreError::Database(_)

@@ -106,6 +106,7 @@ pub(crate) async fn list_orphans<D: Driver>(
                         tenant,
                         namespace: &receipt.id.namespace,
                         key: &receipt.id.key,
+                        life: blobs.life(),
                     };
                     let error = driver
                         .sealer()

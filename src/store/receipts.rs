@@ -1,7 +1,7 @@
 //! The store's behaviour, written once over any [`Driver`]: every [`Driver`] is a
 //! [`Claims`], [`DeadLetters`] and [`Reseal`] store by the impls below. Everything composed
-//! of row operations lives here — a holder action (lock the row, `domain::apply`, seal,
-//! write back), Redrive, Get, List and ListOrphaned pages (opening sealed fields), reseal
+//! of row operations lives here — a holder action (lock the row, `domain::apply`, seal what
+//! changed, write back), Redrive, Get, List and ListOrphaned pages (opening sealed fields), reseal
 //! batches — so both backends behave the same by construction. The drivers only run
 //! statements.
 //!
@@ -12,10 +12,10 @@
 //! a page in chunks until its budget of receipts and bytes is spent (`page`).
 
 use super::driver::{Driver, Row};
-use super::sealed::plan_reseal;
+use super::reseal::plan_reseal;
 use super::{
     Claims, DeadLetters, ListPage, ListQuery, OrphanPage, OrphanQuery, Reseal, ResealBatch,
-    ResealCursor, StoreError, StoredBlobs, same_sealed_fields,
+    ResealCursor, StoreError, same_sealed_fields,
 };
 use crate::domain::{
     Action, ClaimInput, ClaimOutcome, Policy, Receipt, ReceiptKey, Timestamp, apply,
@@ -31,24 +31,24 @@ fn open<D: Driver>(driver: &D, tenant: &str, row: Row) -> Result<Receipt, StoreE
 }
 
 /// Locks the row, computes the next receipt from the current one at the store's clock,
-/// and writes it back when it differs — its sealed fields sealed anew when `seal` is set,
-/// else left exactly as stored — all in one transaction.
+/// and writes it back when it differs — sealing only the sealed fields whose plaintext
+/// changed, under the row's own life, and keeping every other one exactly as stored — all
+/// in one transaction.
 async fn change<D: Driver>(
     driver: &D,
     tenant: &str,
     id: &ReceiptKey,
-    seal: bool,
     next: impl FnOnce(&Receipt, Timestamp) -> Result<Receipt, StoreError> + Send,
 ) -> Result<Receipt, StoreError> {
     let mut tx = driver.begin().await?;
-    let (now, row) = driver
+    let (now, (mut current, stored)) = driver
         .lock(&mut tx, tenant, id)
         .await?
         .ok_or(StoreError::NotFound)?;
-    let current = open(driver, tenant, row)?;
+    stored.open_into(driver.sealer(), tenant, &mut current)?;
     let next = next(&current, now)?;
     if next != current {
-        let sealed = seal.then(|| StoredBlobs::seal(driver.sealer(), tenant, &next));
+        let sealed = stored.changed(driver.sealer(), tenant, &current, &next);
         driver
             .write(&mut tx, tenant, &next, sealed.as_ref())
             .await?;
@@ -76,7 +76,7 @@ impl<D: Driver> Claims for D {
         action: &Action,
         policy: &Policy,
     ) -> Result<Receipt, StoreError> {
-        change(self, tenant, id, true, |current, now| {
+        change(self, tenant, id, |current, now| {
             Ok(apply(current, token, action, now, policy)?)
         })
         .await
@@ -106,8 +106,8 @@ impl<D: Driver> DeadLetters for D {
     }
 
     async fn redrive(&self, tenant: &str, id: &ReceiptKey) -> Result<Receipt, StoreError> {
-        // Redrive changes no sealed field, so they are written back exactly as stored.
-        change(self, tenant, id, false, |current, now| {
+        // Redrive changes no sealed field, so they are left exactly as stored.
+        change(self, tenant, id, |current, now| {
             let next = crate::domain::redrive(current, now)?;
             debug_assert!(same_sealed_fields(current, &next), "redrive seals nothing");
             Ok(next)
@@ -122,10 +122,15 @@ impl<D: Driver> Reseal for D {
         &self,
         after: Option<&ResealCursor>,
         limit: u32,
+        dry_run: bool,
     ) -> Result<ResealBatch, StoreError> {
         let mut tx = self.begin().await?;
         let rows = self.reseal_rows(&mut tx, after, limit).await?;
-        let (batch, writes) = plan_reseal(self.sealer(), rows, limit);
+        let (batch, writes) = plan_reseal(self.sealer(), rows, limit, dry_run);
+        if dry_run {
+            // Nothing was written; dropping the transaction rolls it back.
+            return Ok(batch);
+        }
         for row in &writes {
             self.write_sealed(&mut tx, row).await?;
         }

@@ -13,7 +13,7 @@ macro_rules! columns {
     () => {
         "namespace, key, state, attempt, free_attempts, fingerprint, claim_token, \
          lease_expires_at, next_attempt_at, created_at, updated_at, completed_at, last_error, \
-         checkpoint, response, recovery_payload, response_pruned_at"
+         checkpoint, response, recovery_payload, response_pruned_at, life_id"
     };
 }
 pub(crate) use columns;
@@ -62,6 +62,7 @@ pub(crate) struct ReceiptRow<N, T> {
     response: Option<Vec<u8>>,
     recovery_payload: Option<Vec<u8>>,
     response_pruned_at: Option<T>,
+    life_id: Option<Vec<u8>>,
 }
 
 impl<N: TryInto<u32>, T: StoredTime> ReceiptRow<N, T> {
@@ -79,6 +80,7 @@ impl<N: TryInto<u32>, T: StoredTime> ReceiptRow<N, T> {
             checkpoint: row.checkpoint,
             response: row.response,
             recovery_payload: row.recovery_payload,
+            life_id: row.life_id,
         };
         let receipt = Receipt {
             id: ReceiptKey {

@@ -1,16 +1,19 @@
-//! Sealing at the row boundary: the four sealed columns as stored ([`StoredBlobs`]), sealed
-//! when a store binds a receipt and opened when it decodes a row. The domain only ever sees
-//! plaintext; the stores only ever write sealed values.
+//! Sealing at the row boundary: the four sealed columns as stored, with the row's life id
+//! they are bound to ([`StoredBlobs`]). A row's values are sealed when it is inserted
+//! (under a new life), sealed again only where a write changes their plaintext, and opened
+//! when a row is decoded. The domain only ever sees plaintext; the stores only ever write
+//! sealed values.
 
 use super::StoreError;
 use crate::domain::Receipt;
-use crate::seal::{Binding, Field, SealError, Sealer};
+use crate::seal::{Binding, Field, LIFE_LEN, SealError, Sealer, Standing};
 
 /// The error text written when claimd quarantines a row whose sealed fields do not open.
 pub const UNREADABLE: &str = "sealed data failed authentication";
 
-/// The sealed columns of one row, exactly as stored (read by column name from either
-/// driver's row).
+/// The sealed columns of one row, exactly as stored, and the row's `life_id` (read by
+/// column name from either driver's row). The life id is written only when the row is
+/// inserted; every other write leaves it as it is.
 #[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]
 pub struct StoredBlobs {
     /// `last_error`.
@@ -21,14 +24,22 @@ pub struct StoredBlobs {
     pub response: Option<Vec<u8>>,
     /// `recovery_payload`.
     pub recovery_payload: Option<Vec<u8>>,
+    /// `life_id`: which life of the key the row is; `None` for a row from before lifetimes.
+    pub life_id: Option<Vec<u8>>,
 }
 
-/// The binding of (tenant, namespace, key) of `receipt`.
-fn binding<'a>(tenant: &'a str, receipt: &'a Receipt) -> Binding<'a> {
+/// The binding of `tenant`'s row `namespace`/`key` in the life `life`.
+pub(crate) fn binding<'a>(
+    tenant: &'a str,
+    namespace: &'a str,
+    key: &'a str,
+    life: &'a [u8],
+) -> Binding<'a> {
     Binding {
         tenant,
-        namespace: &receipt.id.namespace,
-        key: &receipt.id.key,
+        namespace,
+        key,
+        life,
     }
 }
 
@@ -45,26 +56,78 @@ fn open_opt(
     v.map(|v| sealer.open(at, field, v)).transpose()
 }
 
+/// The plaintext of every sealed field of `receipt`, in [`StoredBlobs::fields`] order.
+fn plaintexts(receipt: &Receipt) -> [Option<&[u8]>; 4] {
+    [
+        receipt.last_error.as_deref().map(str::as_bytes),
+        receipt.checkpoint.as_deref(),
+        receipt.response.as_deref(),
+        receipt.recovery_payload.as_deref(),
+    ]
+}
+
+const FIELDS: [Field; 4] = [
+    Field::LastError,
+    Field::Checkpoint,
+    Field::Response,
+    Field::RecoveryPayload,
+];
+
 impl StoredBlobs {
-    /// The sealed form of `receipt`'s payload fields.
-    pub fn seal(sealer: &Sealer, tenant: &str, receipt: &Receipt) -> StoredBlobs {
-        let at = binding(tenant, receipt);
-        StoredBlobs {
-            last_error: seal_opt(
-                sealer,
-                at,
-                Field::LastError,
-                receipt.last_error.as_deref().map(str::as_bytes),
-            ),
-            checkpoint: seal_opt(sealer, at, Field::Checkpoint, receipt.checkpoint.as_deref()),
-            response: seal_opt(sealer, at, Field::Response, receipt.response.as_deref()),
-            recovery_payload: seal_opt(
-                sealer,
-                at,
-                Field::RecoveryPayload,
-                receipt.recovery_payload.as_deref(),
-            ),
+    /// The row's life as bound into its values (empty for a row from before lifetimes).
+    pub fn life(&self) -> &[u8] {
+        self.life_id.as_deref().unwrap_or_default()
+    }
+
+    /// The binding of this row of `tenant` (whose namespace and key `receipt` names).
+    fn binding<'a>(&'a self, tenant: &'a str, receipt: &'a Receipt) -> Binding<'a> {
+        binding(tenant, &receipt.id.namespace, &receipt.id.key, self.life())
+    }
+
+    /// A new row's stored values: `receipt`'s sealed fields sealed under the new `life`.
+    pub fn insert(
+        sealer: &Sealer,
+        tenant: &str,
+        receipt: &Receipt,
+        life: [u8; LIFE_LEN],
+    ) -> StoredBlobs {
+        let mut stored = StoredBlobs {
+            life_id: Some(life.to_vec()),
+            ..StoredBlobs::default()
+        };
+        let at = stored.binding(tenant, receipt);
+        let sealed = FIELDS.map(|f| seal_opt(sealer, at, f, plaintexts(receipt)[index(f)]));
+        stored.set_fields(sealed);
+        stored
+    }
+
+    /// What to write when the row's receipt goes from `current` (as opened from these
+    /// values) to `next`: the stored value of every field whose plaintext did not change,
+    /// and only the fields that did change sealed anew, under the row's own life. `None`
+    /// when no sealed field changed, so the write leaves them exactly as stored.
+    pub fn changed(
+        &self,
+        sealer: &Sealer,
+        tenant: &str,
+        current: &Receipt,
+        next: &Receipt,
+    ) -> Option<StoredBlobs> {
+        let (before, after) = (plaintexts(current), plaintexts(next));
+        if before == after {
+            return None;
         }
+        let at = self.binding(tenant, next);
+        let stored = self.fields();
+        let sealed = FIELDS.map(|f| {
+            let i = index(f);
+            match before[i] == after[i] {
+                true => stored[i].1.map(<[u8]>::to_vec),
+                false => seal_opt(sealer, at, f, after[i]),
+            }
+        });
+        let mut blobs = self.clone();
+        blobs.set_fields(sealed);
+        Some(blobs)
     }
 
     /// Opens every field into `receipt` (whose namespace and key name the row); fails
@@ -75,7 +138,7 @@ impl StoredBlobs {
         tenant: &str,
         receipt: &mut Receipt,
     ) -> Result<(), StoreError> {
-        let at = binding(tenant, receipt);
+        let at = self.binding(tenant, receipt);
         let last_error = open_opt(sealer, at, Field::LastError, self.last_error.as_deref())?;
         let checkpoint = open_opt(sealer, at, Field::Checkpoint, self.checkpoint.as_deref())?;
         let response = open_opt(sealer, at, Field::Response, self.response.as_deref())?;
@@ -96,27 +159,50 @@ impl StoredBlobs {
         Ok(())
     }
 
-    /// Whether every present field is sealed under the sealer's current key.
+    /// How each present field stands against the sealer's current key.
+    pub fn standings(&self, sealer: &Sealer) -> Vec<Standing> {
+        let present = self.fields().into_iter().filter_map(|(_, v)| v);
+        present.map(|v| sealer.standing(v)).collect()
+    }
+
+    /// Whether every present field is in the current format under the current key.
     pub fn is_current(&self, sealer: &Sealer) -> bool {
-        self.fields()
+        self.standings(sealer)
             .iter()
-            .all(|(_, v)| v.is_none_or(|v| sealer.is_current(v)))
+            .all(|s| *s == Standing::Current)
     }
 
-    /// Every field opened and sealed again under the current key, for `claimd reseal`.
+    /// Every field opened and sealed again in the current format under the current key and
+    /// the row's own life (`at` names the row; its life is ignored), for `claimd reseal`.
     pub fn resealed(&self, sealer: &Sealer, at: Binding<'_>) -> Result<StoredBlobs, SealError> {
-        let again = |field: Field, v: Option<&[u8]>| -> Result<Option<Vec<u8>>, SealError> {
-            let plain = open_opt(sealer, at, field, v)?;
-            Ok(seal_opt(sealer, at, field, plain.as_deref()))
+        let at = Binding {
+            life: self.life(),
+            ..at
         };
-        Ok(StoredBlobs {
-            last_error: again(Field::LastError, self.last_error.as_deref())?,
-            checkpoint: again(Field::Checkpoint, self.checkpoint.as_deref())?,
-            response: again(Field::Response, self.response.as_deref())?,
-            recovery_payload: again(Field::RecoveryPayload, self.recovery_payload.as_deref())?,
-        })
+        let mut opened = Vec::with_capacity(4);
+        for (field, v) in self.fields() {
+            opened.push(open_opt(sealer, at, field, v)?);
+        }
+        let sealed = FIELDS.map(|f| seal_opt(sealer, at, f, opened[index(f)].as_deref()));
+        let mut blobs = self.clone();
+        blobs.set_fields(sealed);
+        Ok(blobs)
     }
 
+    /// Whether every field opens in the row `at` names (its life is ignored: the row's own
+    /// is used), without sealing anything: a dry run of [`StoredBlobs::resealed`].
+    pub fn verify(&self, sealer: &Sealer, at: Binding<'_>) -> Result<(), SealError> {
+        let at = Binding {
+            life: self.life(),
+            ..at
+        };
+        for (field, v) in self.fields() {
+            open_opt(sealer, at, field, v)?;
+        }
+        Ok(())
+    }
+
+    /// The sealed fields as stored, in [`FIELDS`] order.
     fn fields(&self) -> [(Field, Option<&[u8]>); 4] {
         [
             (Field::LastError, self.last_error.as_deref()),
@@ -125,115 +211,21 @@ impl StoredBlobs {
             (Field::RecoveryPayload, self.recovery_payload.as_deref()),
         ]
     }
-}
 
-/// What one `reseal` batch did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ResealBatch {
-    /// Rows looked at.
-    pub scanned: u64,
-    /// Rows sealed again under the current key.
-    pub rewritten: u64,
-    /// Rows left as they were because a field did not open (logged, without payloads).
-    pub unreadable: u64,
-    /// Where the next batch starts; `None` after the last row.
-    pub next: Option<ResealCursor>,
-}
-
-/// A position in primary-key order: the last row a `reseal` batch looked at.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct ResealCursor {
-    /// The row's tenant.
-    #[sqlx(rename = "tenant_id")]
-    pub tenant: String,
-    /// The row's namespace.
-    pub namespace: String,
-    /// The row's key.
-    pub key: String,
-}
-
-/// One row as `reseal` reads it (`tenant_id, namespace, key` and the sealed columns), from
-/// either driver's row.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct ResealRow {
-    /// Its primary key.
-    #[sqlx(flatten)]
-    pub id: ResealCursor,
-    /// Its sealed columns.
-    #[sqlx(flatten)]
-    pub blobs: StoredBlobs,
-}
-
-/// One `reseal` batch of `rows`, read in primary-key order with `LIMIT limit`: the rows to
-/// write again (their values sealed under the current key) and what the batch did, `next`
-/// set unless these were the last rows. Rows already current are skipped; rows whose
-/// fields do not open are logged, counted and left as they are.
-pub fn plan_reseal(
-    sealer: &Sealer,
-    rows: Vec<ResealRow>,
-    limit: u32,
-) -> (ResealBatch, Vec<ResealRow>) {
-    let mut batch = ResealBatch {
-        scanned: rows.len() as u64,
-        ..ResealBatch::default()
-    };
-    let full = rows.len() >= limit as usize;
-    let mut writes = Vec::new();
-    for row in rows {
-        batch.next = Some(row.id.clone());
-        if row.blobs.is_current(sealer) {
-            continue;
-        }
-        let at = Binding {
-            tenant: &row.id.tenant,
-            namespace: &row.id.namespace,
-            key: &row.id.key,
-        };
-        match row.blobs.resealed(sealer, at) {
-            Ok(blobs) => writes.push(ResealRow { blobs, ..row }),
-            Err(error) => {
-                batch.unreadable += 1;
-                tracing::warn!(
-                    tenant = %row.id.tenant,
-                    namespace = %row.id.namespace,
-                    key = %row.id.key,
-                    %error,
-                    "reseal: left a row whose sealed field does not open"
-                );
-            }
-        }
+    fn set_fields(&mut self, [last_error, checkpoint, response, payload]: [Option<Vec<u8>>; 4]) {
+        self.last_error = last_error;
+        self.checkpoint = checkpoint;
+        self.response = response;
+        self.recovery_payload = payload;
     }
-    batch.rewritten = writes.len() as u64;
-    if !full {
-        batch.next = None;
-    }
-    (batch, writes)
 }
 
-/// Reseals every row, `batch_size` rows per transaction, logging progress after each batch;
-/// returns the totals (`next` is `None`). Rows already under the current key are skipped,
-/// so running it again after an interruption only redoes the rows it had not reached.
-pub async fn reseal_all(
-    store: &dyn super::Store,
-    batch_size: u32,
-) -> Result<ResealBatch, StoreError> {
-    let mut total = ResealBatch::default();
-    loop {
-        let batch = store
-            .reseal_batch(total.next.as_ref(), batch_size.max(1))
-            .await?;
-        total.scanned += batch.scanned;
-        total.rewritten += batch.rewritten;
-        total.unreadable += batch.unreadable;
-        total.next = batch.next;
-        tracing::info!(
-            scanned = total.scanned,
-            rewritten = total.rewritten,
-            unreadable = total.unreadable,
-            "reseal progress"
-        );
-        if total.next.is_none() {
-            return Ok(total);
-        }
+/// The position of `field` in [`FIELDS`].
+fn index(field: Field) -> usize {
+    match field {
+        Field::LastError => 0,
+        Field::Checkpoint => 1,
+        Field::Response => 2,
+        Field::RecoveryPayload => 3,
     }
 }

@@ -122,10 +122,12 @@ async fn the_error_of_a_budget_quarantine_is_sealed_too(backend: Backend) {
     let stored = raw::read(&app.database_url, NS, "Ev-spent", "last_error").await;
     let stored = stored.expect("an error is stored");
     assert!(!raw::holds(&stored, b"exceeded"));
+    let life = raw::life(&app.database_url, NS, "Ev-spent").await;
     let at = Binding {
         tenant: &raw::row(&app.database_url, NS, "Ev-spent").await.tenant,
         namespace: NS,
         key: "Ev-spent",
+        life: life.as_deref().unwrap_or_default(),
     };
     let opened = app.seal.open(at, Field::LastError, &stored);
     assert_eq!(opened.as_deref(), Ok(&b"exceeded max attempts"[..]));

@@ -75,20 +75,29 @@ impl KeyStore for PgDriver {
         Ok(done.rows_affected() > 0)
     }
 
-    async fn use_key(&self, id: &str, secret_hash: &[u8]) -> Result<Option<ApiKey>, StoreError> {
+    async fn find_key(&self, id: &str) -> Result<Option<ApiKey>, StoreError> {
         let row: Option<KeyRow> = sqlx::query_as(
-            "UPDATE api_keys SET last_used_at = CASE
-                 WHEN revoked_at IS NULL AND secret_hash = $2 THEN now() ELSE last_used_at END
-             WHERE id = $1
-             RETURNING id, tenant_id, secret_hash, label, namespaces, created_at,
-                       last_used_at, revoked_at",
+            "SELECT id, tenant_id, secret_hash, label, namespaces, created_at, last_used_at,
+                    revoked_at
+             FROM api_keys WHERE id = $1",
         )
         .bind(id)
-        .bind(secret_hash)
         .fetch_optional(&self.pool)
         .await
         .map_err(interpret)?;
         Ok(row.map(ApiKey::from))
+    }
+
+    async fn touch_keys(&self, ids: &[String]) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE api_keys SET last_used_at = now()
+             WHERE id = ANY($1) AND revoked_at IS NULL",
+        )
+        .bind(ids)
+        .execute(&self.pool)
+        .await
+        .map_err(interpret)?;
+        Ok(())
     }
 
     async fn keys_exist(&self) -> Result<bool, StoreError> {

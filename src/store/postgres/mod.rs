@@ -27,12 +27,24 @@ pub use prune::JANITOR_LOCK_KEY;
 /// database's `now()`) plus the offset in microseconds (the parameter named second). Every
 /// statement that reads the time uses it; bind the two with [`PgDriver::frozen`] and
 /// [`PgDriver::offset`] (or the offset shifted by an age).
+///
+/// `clock!(after_lock: …)` reads the wall clock when evaluated (`clock_timestamp()`), not
+/// the statement's start: for times taken after a lock wait, so a lease runs from when the
+/// row was had.
 macro_rules! clock {
     ($frozen:literal, $offset:literal) => {
+        clock!(@ "now()", $frozen, $offset)
+    };
+    (after_lock: $frozen:literal, $offset:literal) => {
+        clock!(@ "clock_timestamp()", $frozen, $offset)
+    };
+    (@ $base:literal, $frozen:literal, $offset:literal) => {
         concat!(
             "(COALESCE(",
             $frozen,
-            "::timestamptz, now()) + ",
+            "::timestamptz, ",
+            $base,
+            ") + ",
             $offset,
             "::bigint * interval '1 microsecond')"
         )
@@ -85,9 +97,18 @@ impl PgDriver {
     }
 }
 
-/// Every PostgreSQL error goes through here: what means "the database is not there" becomes
+/// The SQLSTATE `claimd_in_time` (migration 0007) raises once a call's deadline passed.
+const DEADLINE_PASSED: &str = "CLD01";
+
+/// Every PostgreSQL error goes through here: a statement stopped at the caller's deadline is
+/// [`StoreError::DeadlinePassed`], what means "the database is not there" becomes
 /// [`StoreError::Unavailable`], everything else [`StoreError::Database`].
 fn interpret(e: sqlx::Error) -> StoreError {
+    if let sqlx::Error::Database(db) = &e
+        && db.code().as_deref() == Some(DEADLINE_PASSED)
+    {
+        return StoreError::DeadlinePassed;
+    }
     let unavailable = match &e {
         sqlx::Error::Io(_)
         | sqlx::Error::Tls(_)

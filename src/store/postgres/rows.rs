@@ -6,8 +6,8 @@ use super::{PgDriver, ReceiptRow, clock, interpret};
 use crate::domain::{ClaimInput, ClaimOutcome, Policy, Receipt, ReceiptKey, Timestamp};
 use crate::seal::Sealer;
 use crate::store::driver::{Driver, Row};
+use crate::store::reseal::ResealRow;
 use crate::store::row::columns;
-use crate::store::sealed::ResealRow;
 use crate::store::{ResealCursor, StoreError, StoredBlobs};
 use async_trait::async_trait;
 use sqlx::{FromRow, Postgres, Transaction};
@@ -18,12 +18,16 @@ const GET: &str = concat!(
     " FROM receipts WHERE tenant_id = $1 AND namespace = $2 AND key = $3"
 );
 
+/// Locks the row, then reads the clock: the outer SELECT is evaluated only once the
+/// materialized CTE has the lock, so a holder's new lease runs from when the row was had,
+/// not from when the call started waiting for it.
 const LOCK: &str = concat!(
-    "SELECT ",
-    clock!("$5", "$4"),
-    " AS db_now, ",
+    "WITH locked AS MATERIALIZED (SELECT ",
     columns!(),
-    " FROM receipts WHERE tenant_id = $1 AND namespace = $2 AND key = $3 FOR UPDATE"
+    " FROM receipts WHERE tenant_id = $1 AND namespace = $2 AND key = $3 FOR UPDATE)
+    SELECT ",
+    clock!(after_lock: "$5", "$4"),
+    " AS db_now, locked.* FROM locked"
 );
 
 /// Every column a holder action or redrive changes; the sealed ones follow in [`WRITE`].
@@ -48,7 +52,7 @@ const WRITE_UNSEALED: &str = concat!(
 );
 
 const RESEAL_ROWS: &str = "SELECT tenant_id, namespace, key, last_error, checkpoint, response,
-    recovery_payload FROM receipts
+    recovery_payload, life_id FROM receipts
     WHERE $1::text IS NULL OR (tenant_id, namespace, key) > ($1, $2::text, $3::text)
     ORDER BY tenant_id, namespace, key
     LIMIT $4
@@ -99,6 +103,7 @@ impl Driver for PgDriver {
     }
 
     async fn commit(&self, tx: Self::Tx) -> Result<(), StoreError> {
+        crate::store::still_in_time()?;
         tx.commit().await.map_err(interpret)
     }
 

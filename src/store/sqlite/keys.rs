@@ -82,21 +82,35 @@ impl KeyStore for SqliteDriver {
         Ok(done.rows_affected() > 0)
     }
 
-    async fn use_key(&self, id: &str, secret_hash: &[u8]) -> Result<Option<ApiKey>, StoreError> {
+    async fn find_key(&self, id: &str) -> Result<Option<ApiKey>, StoreError> {
         let row: Option<KeyRow> = sqlx::query_as(
-            "UPDATE api_keys SET last_used_at = CASE
-                 WHEN revoked_at IS NULL AND secret_hash = ?2 THEN ?3 ELSE last_used_at END
-             WHERE id = ?1
-             RETURNING id, tenant_id, secret_hash, label, namespaces, created_at,
-                       last_used_at, revoked_at",
+            "SELECT id, tenant_id, secret_hash, label, namespaces, created_at, last_used_at,
+                    revoked_at
+             FROM api_keys WHERE id = ?1",
         )
         .bind(id)
-        .bind(secret_hash)
-        .bind(self.clock.now().timestamp_micros())
-        .fetch_optional(&self.writer)
+        .fetch_optional(&self.reader)
         .await
         .map_err(interpret)?;
         row.map(ApiKey::try_from).transpose()
+    }
+
+    async fn touch_keys(&self, ids: &[String]) -> Result<(), StoreError> {
+        // One transaction on the writer for the whole batch: one commit, however many keys.
+        let now = self.clock.now().timestamp_micros();
+        let mut tx = self.writer.begin().await.map_err(interpret)?;
+        for id in ids {
+            sqlx::query(
+                "UPDATE api_keys SET last_used_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
+            )
+            .bind(id)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(interpret)?;
+        }
+        tx.commit().await.map_err(interpret)?;
+        Ok(())
     }
 
     async fn keys_exist(&self) -> Result<bool, StoreError> {

@@ -1,5 +1,6 @@
 //! One claimd per SQLite file: an exclusive lock on `<database>.lock`, holding the owner's
-//! process id so a second process can say who holds it.
+//! process id so a second process can say who holds it. The lock file is 0600 (created so,
+//! tightened if an older claimd left it wider).
 
 use crate::store::StoreError;
 use std::fs::{File, OpenOptions, TryLockError};
@@ -16,12 +17,18 @@ pub struct FileLock {
 /// Takes the lock beside `database`, or says which process holds it.
 pub fn lock(database: &Path) -> Result<FileLock, StoreError> {
     let path = lock_path(database);
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let opened = options.open(&path).and_then(|file| {
+        crate::private_fs::restrict(&path)?;
+        Ok(file)
+    });
+    let mut file = opened
         .map_err(|e| StoreError::Open(format!("cannot open lock file {}: {e}", path.display())))?;
     match file.try_lock() {
         Ok(()) => {}

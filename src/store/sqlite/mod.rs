@@ -6,6 +6,13 @@
 //! serialized and exactly one Claim wins. The clock is this process's (the database is in
 //! this process), shifted by the store's [`Clock`]. The payload columns are sealed when
 //! bound and opened when a row is decoded (`store::sealed`).
+//!
+//! Only the owner may read the data (issue 17 §6): a directory claimd creates is 0700, and
+//! before SQLite opens anything the database file is created 0600 (or tightened to 0600,
+//! with any `-wal` and `-shm` left by an earlier run), so the `-wal` and `-shm` SQLite
+//! creates take the database file's mode, as SQLite's Unix VFS does for its journal files.
+//! An existing directory is not changed (through `--database-url` it may be shared, as
+//! `/tmp` is): the files in it are what is protected.
 
 mod keys;
 mod lock;
@@ -60,9 +67,11 @@ impl SqliteDriver {
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
         {
-            std::fs::create_dir_all(dir)
+            crate::private_fs::create_dir_all(dir)
                 .map_err(|e| StoreError::Open(format!("cannot create {}: {e}", dir.display())))?;
+            warn_if_open(dir);
         }
+        private_files(connect.get_filename())?;
         let lock = match options.exclusive {
             true => Some(Arc::new(lock::lock(connect.get_filename())?)),
             false => None,
@@ -87,6 +96,49 @@ impl SqliteDriver {
             _lock: lock,
         })
     }
+}
+
+/// Creates the database file 0600 if it is missing and makes it and its `-wal` and `-shm`
+/// 0600 if they are wider, before SQLite opens them.
+fn private_files(database: &std::path::Path) -> Result<(), StoreError> {
+    let name = database.as_os_str();
+    if name.is_empty() || name == ":memory:" {
+        return Ok(());
+    }
+    let fail = |path: &std::path::Path, e: std::io::Error| {
+        StoreError::Open(format!("cannot make {} private: {e}", path.display()))
+    };
+    match crate::private_fs::create_new(database) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(fail(database, e)),
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let mut path = name.to_owned();
+        path.push(suffix);
+        let path = std::path::PathBuf::from(path);
+        crate::private_fs::restrict(&path).map_err(|e| fail(&path, e))?;
+    }
+    Ok(())
+}
+
+/// Warns when an existing data directory (not a shared, sticky one such as `/tmp`) lets
+/// other users list it: the files in it are 0600, but `chmod 700` it.
+fn warn_if_open(dir: &std::path::Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir).map_or(0, |m| m.permissions().mode());
+        if mode & 0o077 != 0 && mode & 0o1000 == 0 {
+            tracing::warn!(
+                dir = %dir.display(),
+                mode = format!("{:o}", mode & 0o777),
+                "the data directory is open to other users; chmod 700 it"
+            );
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
 }
 
 /// Every SQLite error goes through here: a busy or unopenable database is unavailable.

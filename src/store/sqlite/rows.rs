@@ -1,17 +1,18 @@
 //! Rows in transactions, in SQLite. A write transaction is `BEGIN IMMEDIATE` on the single
 //! writer connection: it holds SQLite's write lock from the start, so what it reads cannot
 //! change before it writes, and "locking" a row is reading it inside one. Claim answers a
-//! duplicate from a reader, without touching the writer; only when a write is due does it
-//! take the writer, read again, decide again and upsert.
+//! duplicate from a reader, without touching the writer or the sealer; only when a write is
+//! due does it take the writer, read again, decide again, seal what that write stores and
+//! upsert.
 
 use super::{ReceiptRow, SqliteDriver, interpret, micros};
 use crate::domain::{
     ClaimInput, ClaimOutcome, Policy, Receipt, ReceiptKey, Timestamp, Write, decide_claim,
 };
-use crate::seal::Sealer;
+use crate::seal::{Sealer, new_life};
 use crate::store::driver::{Driver, Row};
+use crate::store::reseal::ResealRow;
 use crate::store::row::columns;
-use crate::store::sealed::ResealRow;
 use crate::store::{ResealCursor, StoreError, StoredBlobs};
 use async_trait::async_trait;
 use sqlx::sqlite::SqliteConnection;
@@ -23,11 +24,12 @@ const GET: &str = concat!(
     " FROM receipts WHERE tenant_id = ?1 AND namespace = ?2 AND key = ?3"
 );
 
-/// Claim's write: a new row, or every column a takeover may change.
+/// Claim's write: a new row (with its new life), or every column a takeover may change (the
+/// life stays as it is).
 const UPSERT: &str = "INSERT INTO receipts (tenant_id, namespace, key, state, attempt,
     free_attempts, claim_token, lease_expires_at, next_attempt_at, updated_at, completed_at,
-    last_error, checkpoint, response, recovery_payload, fingerprint, created_at)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
+    last_error, checkpoint, response, recovery_payload, fingerprint, created_at, life_id)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
     ON CONFLICT (tenant_id, namespace, key) DO UPDATE SET state = excluded.state,
     attempt = excluded.attempt, free_attempts = excluded.free_attempts,
     claim_token = excluded.claim_token, lease_expires_at = excluded.lease_expires_at,
@@ -58,7 +60,7 @@ const WRITE_UNSEALED: &str = concat!(
 );
 
 const RESEAL_ROWS: &str = "SELECT tenant_id, namespace, key, last_error, checkpoint, response,
-    recovery_payload FROM receipts
+    recovery_payload, life_id FROM receipts
     WHERE ?1 IS NULL OR (tenant_id, namespace, key) > (?1, ?2, ?3)
     ORDER BY tenant_id, namespace, key
     LIMIT ?4";
@@ -86,18 +88,18 @@ async fn fetch(
     found.as_ref().map(row).transpose()
 }
 
-/// The receipt, its sealed fields opened (or DATA_LOSS).
+/// The receipt, its sealed fields opened (or DATA_LOSS), and those fields as stored.
 async fn fetch_open(
     conn: &mut SqliteConnection,
     seal: &Sealer,
     tenant: &str,
     id: &ReceiptKey,
-) -> Result<Option<Receipt>, StoreError> {
+) -> Result<Option<Row>, StoreError> {
     let Some((mut receipt, blobs)) = fetch(conn, tenant, id).await? else {
         return Ok(None);
     };
     blobs.open_into(seal, tenant, &mut receipt)?;
-    Ok(Some(receipt))
+    Ok(Some((receipt, blobs)))
 }
 
 /// Binds `r`'s holder columns (`?1`–`?11`) to `sql`.
@@ -137,16 +139,37 @@ impl Driver for SqliteDriver {
         let mut reader = self.reader.acquire().await.map_err(interpret)?;
         let current = fetch_open(&mut reader, &self.seal, tenant, &input.id).await?;
         drop(reader);
-        let outcome = decide_claim(current.as_ref(), input, self.clock.now(), policy);
+        let outcome = decide_claim(
+            current.map(|c| c.0).as_ref(),
+            input,
+            self.clock.now(),
+            policy,
+        );
         if outcome.write == Write::None {
             return Ok(outcome);
         }
         let mut tx = self.begin().await?;
         let current = fetch_open(&mut tx, &self.seal, tenant, &input.id).await?;
-        let outcome = decide_claim(current.as_ref(), input, self.clock.now(), policy);
-        if outcome.write != Write::None {
-            let r = &outcome.receipt;
-            let blobs = StoredBlobs::seal(&self.seal, tenant, r);
+        let now = self.clock.now();
+        let outcome = decide_claim(current.as_ref().map(|c| &c.0), input, now, policy);
+        let r = &outcome.receipt;
+        // Only what this write stores is sealed: a new row's values under its new life; a
+        // takeover or budget quarantine seals only the fields it changes.
+        let blobs = match (&outcome.write, &current) {
+            (Write::None, _) => None,
+            (Write::Insert, _) => Some(StoredBlobs::insert(&self.seal, tenant, r, new_life())),
+            (Write::Update, Some((before, stored))) => Some(
+                stored
+                    .changed(&self.seal, tenant, before, r)
+                    .unwrap_or_else(|| stored.clone()),
+            ),
+            (Write::Update, None) => {
+                return Err(StoreError::Corrupt(
+                    "an update decided without a row".into(),
+                ));
+            }
+        };
+        if let Some(blobs) = blobs {
             holder_columns(UPSERT, tenant, r)
                 .bind(&blobs.last_error)
                 .bind(&blobs.checkpoint)
@@ -154,6 +177,7 @@ impl Driver for SqliteDriver {
                 .bind(&blobs.recovery_payload)
                 .bind(&r.fingerprint)
                 .bind(micros(r.created_at))
+                .bind(&blobs.life_id)
                 .execute(&mut *tx)
                 .await
                 .map_err(interpret)?;
@@ -175,6 +199,7 @@ impl Driver for SqliteDriver {
     }
 
     async fn commit(&self, tx: Self::Tx) -> Result<(), StoreError> {
+        crate::store::still_in_time()?;
         tx.commit().await.map_err(interpret)
     }
 

@@ -155,3 +155,39 @@ pub fn holds(haystack: &[u8], needle: &[u8]) -> bool {
     let found = |n: &[u8]| haystack.windows(n.len()).any(|w| w == n);
     found(needle) || found(hex.as_bytes())
 }
+
+/// The `life_id` of `namespace`/`key` (`None` for a row from before lifetimes).
+pub async fn life(url: &str, namespace: &str, key: &str) -> Option<Vec<u8>> {
+    let sql = "SELECT life_id FROM receipts WHERE namespace = ?1 AND key = ?2";
+    // The test's own row is there while the test runs.
+    match connect(url).await {
+        Conn::Pg(mut c) => {
+            let query = sqlx::query_scalar(sqlx::AssertSqlSafe(pg_placeholders(sql)));
+            let query = query.bind(namespace).bind(key);
+            query.fetch_one(&mut c).await.expect("life_id")
+        }
+        Conn::Lite(mut c) => {
+            let query = sqlx::query_scalar(sql).bind(namespace).bind(key);
+            query.fetch_one(&mut c).await.expect("life_id")
+        }
+    }
+}
+
+/// Sets the `life_id` of `namespace`/`key`, behind claimd's back (`None`: a row as it was
+/// before lifetimes).
+pub async fn set_life(url: &str, namespace: &str, key: &str, life: Option<&[u8]>) {
+    let sql = "UPDATE receipts SET life_id = ?1 WHERE namespace = ?2 AND key = ?3";
+    // The test's own table accepts the write.
+    let updated = match connect(url).await {
+        Conn::Pg(mut c) => {
+            let query = sqlx::query(sqlx::AssertSqlSafe(pg_placeholders(sql)));
+            let query = query.bind(life).bind(namespace).bind(key);
+            query.execute(&mut c).await.expect("update").rows_affected()
+        }
+        Conn::Lite(mut c) => {
+            let query = sqlx::query(sql).bind(life).bind(namespace).bind(key);
+            query.execute(&mut c).await.expect("update").rows_affected()
+        }
+    };
+    assert_eq!(updated, 1, "no row {namespace}/{key}");
+}
