@@ -90,7 +90,7 @@ impl From<Refusal> for Status {
             Refusal::RevokedKey | Refusal::NamespaceDenied(_) | Refusal::NamespaceRequired => {
                 Code::PermissionDenied
             }
-            // Too many failed authentications from this peer address (issue 17 §5).
+            // Too many failed authentications from this peer address (docs/DESIGN.md §5.3).
             Refusal::TooManyFailures => Code::ResourceExhausted,
         };
         Status::new(code, refusal.to_string())

@@ -4,7 +4,7 @@
 //! leaves a half-written key file and two processes starting at once end up with the same
 //! key. The temporary file is created exclusively (`O_CREAT|O_EXCL`, `O_NOFOLLOW`, 0600):
 //! a file or symlink left at its name is removed (never followed or reused) and creation
-//! tried once more. A key file readable by group or others is refused (issue 17 §6).
+//! tried once more. A key file readable by group or others is refused (docs/DESIGN.md §3.6.2).
 
 use super::ring::{KeyError, KeyRing, encode_key, generate_key};
 use std::io::Write;

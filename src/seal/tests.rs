@@ -262,7 +262,7 @@ fn an_empty_key_file_is_an_error_naming_the_file() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join(KEY_FILE_NAME);
     std::fs::write(&path, "# nothing here\n").unwrap();
-    // Key files must be the owner's only (issue 17 §6), or the mode is the error.
+    // Key files must be the owner's only (docs/DESIGN.md §3.6.2), or the mode is the error.
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

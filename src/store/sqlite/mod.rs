@@ -7,7 +7,7 @@
 //! this process), shifted by the store's [`Clock`]. The payload columns are sealed when
 //! bound and opened when a row is decoded (`store::sealed`).
 //!
-//! Only the owner may read the data (issue 17 §6): a directory claimd creates is 0700, and
+//! Only the owner may read the data (docs/DESIGN.md §3.6.2): a directory claimd creates is 0700, and
 //! before SQLite opens anything the database file is created 0600 (or tightened to 0600,
 //! with any `-wal` and `-shm` left by an earlier run), so the `-wal` and `-shm` SQLite
 //! creates take the database file's mode, as SQLite's Unix VFS does for its journal files.
