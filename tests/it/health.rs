@@ -79,17 +79,7 @@ async fn health_reports_serving_for_the_server_and_the_claim_service_while_the_d
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_database_outage_turns_health_not_serving_and_calls_unavailable_until_it_returns() {
-    let mut cluster = tokio::task::spawn_blocking(PrivateCluster::start)
-        .await
-        .unwrap();
-    let app = TestApp::builder()
-        .database_url(cluster.create_database().await)
-        .configure(|c| {
-            c.health_interval = Duration::from_millis(200);
-            c.store.acquire_timeout = Duration::from_secs(1);
-        })
-        .spawn()
-        .await;
+    let (mut cluster, app) = PrivateCluster::with_app().await;
     let health = health_client(app.addr).await;
     let before = app.claim("ns", "Ev-before", b"fp").await;
     assert_eq!(decision(&before), Decision::Claimed);

@@ -30,9 +30,7 @@ async fn spawn_with_health(pki: &Pki, mtls: bool, configure: impl FnOnce(&mut Co
     TestApp::builder()
         .backend(Backend::Sqlite)
         .configure(|c: &mut Config| {
-            c.tls_cert = Some(pki.server_cert.clone());
-            c.tls_key = Some(pki.server_key.clone());
-            c.tls_client_ca = mtls.then(|| pki.ca.clone());
+            pki.serve_tls(c, mtls);
             c.health_listen = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
             configure(c);
         })
@@ -49,6 +47,28 @@ fn claim_request(key: &str) -> ClaimRequest {
     }
 }
 
+/// What a Claim of `key` and a reflection ListServices, sent without credentials over
+/// `channel`, are answered: `Ok` or the status code.
+async fn claim_and_reflection(
+    channel: &tonic::transport::Channel,
+    key: &str,
+) -> (Result<(), Code>, Result<(), Code>) {
+    let claim = ClaimServiceClient::new(channel.clone())
+        .claim(claim_request(key))
+        .await;
+    let list = ServerReflectionRequest {
+        message_request: Some(MessageRequest::ListServices(String::new())),
+        ..Default::default()
+    };
+    let reflection = ServerReflectionClient::new(channel.clone())
+        .server_reflection_info(futures::stream::iter([list]))
+        .await;
+    (
+        claim.map(drop).map_err(|s| s.code()),
+        reflection.map(drop).map_err(|s| s.code()),
+    )
+}
+
 #[tokio::test]
 async fn the_health_listener_answers_health_in_plaintext_and_serves_nothing_else() {
     let pki = Pki::new();
@@ -61,20 +81,9 @@ async fn the_health_listener_answers_health_in_plaintext_and_serves_nothing_else
     wait_for(&channel, "", ServingStatus::Serving).await;
     wait_for(&channel, SERVICE, ServingStatus::Serving).await;
 
-    let claim = ClaimServiceClient::new(channel.clone())
-        .claim(claim_request("h"))
-        .await;
-    let code = claim.map(|_| ()).map_err(|s| s.code());
-    assert_eq!(code, Err(Code::Unimplemented), "ClaimService there");
-    let list = ServerReflectionRequest {
-        message_request: Some(MessageRequest::ListServices(String::new())),
-        ..Default::default()
-    };
-    let reflection = ServerReflectionClient::new(channel)
-        .server_reflection_info(futures::stream::iter([list]))
-        .await;
-    let code = reflection.map(|_| ()).map_err(|s| s.code());
-    assert_eq!(code, Err(Code::Unimplemented), "reflection there");
+    let (claim, reflection) = claim_and_reflection(&channel, "h").await;
+    assert_eq!(claim, Err(Code::Unimplemented), "ClaimService there");
+    assert_eq!(reflection, Err(Code::Unimplemented), "reflection there");
     assert_eq!(app.receipt_rows().await, 0);
     app.shutdown().await;
 }
@@ -201,18 +210,13 @@ async fn with_api_keys_the_main_listener_answers_health_without_a_key_and_nothin
     assert_eq!(first.map(|r| r.status()), Some(ServingStatus::Serving));
 
     let claims = ClaimServiceClient::new(channel.clone());
-    let claim = claims.clone().claim(claim_request("k")).await;
-    let code = claim.map(|_| ()).map_err(|s| s.code());
-    assert_eq!(code, Err(Code::Unauthenticated), "Claim without a key");
-    let list = ServerReflectionRequest {
-        message_request: Some(MessageRequest::ListServices(String::new())),
-        ..Default::default()
-    };
-    let reflection = ServerReflectionClient::new(channel)
-        .server_reflection_info(futures::stream::iter([list]))
-        .await;
-    let code = reflection.map(|_| ()).map_err(|s| s.code());
-    assert_eq!(code, Err(Code::Unauthenticated), "reflection without a key");
+    let (claim, reflection) = claim_and_reflection(&channel, "k").await;
+    assert_eq!(claim, Err(Code::Unauthenticated), "Claim without a key");
+    assert_eq!(
+        reflection,
+        Err(Code::Unauthenticated),
+        "reflection without a key"
+    );
     assert_eq!(app.receipt_rows().await, 0);
 
     // With the key the same Claim is served: the refusals above were the missing key.

@@ -2,7 +2,7 @@
 //! is stopped and started again. Every call either succeeds or fails with UNAVAILABLE,
 //! every acknowledged receipt survives, and claimd recovers by itself (no restart).
 
-use crate::common::app::{TestApp, decision};
+use crate::common::app::decision;
 use crate::common::pg::PrivateCluster;
 use claimd::pb::{ClaimRequest, CompleteRequest, Decision, State};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -76,17 +76,7 @@ async fn caller(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_outage_under_load_loses_no_acknowledged_receipt_and_heals_itself() {
     // The private cluster is stopped and started without disturbing other tests.
-    let mut cluster = tokio::task::spawn_blocking(PrivateCluster::start)
-        .await
-        .unwrap();
-    let app = TestApp::builder()
-        .database_url(cluster.create_database().await)
-        .configure(|c| {
-            c.health_interval = Duration::from_millis(200);
-            c.store.acquire_timeout = Duration::from_secs(1);
-        })
-        .spawn()
-        .await;
+    let (mut cluster, app) = PrivateCluster::with_app().await;
     let stop = Arc::new(AtomicBool::new(false));
     let log = Arc::new(Mutex::new(Acknowledged::default()));
     let callers: Vec<_> = (0..4)

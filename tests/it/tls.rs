@@ -19,11 +19,7 @@ const SERVICE: &str = "claimd.v1.ClaimService";
 async fn spawn_tls(pki: &Pki, mtls: bool) -> TestApp {
     TestApp::builder()
         .backend(Backend::Sqlite)
-        .configure(|c: &mut Config| {
-            c.tls_cert = Some(pki.server_cert.clone());
-            c.tls_key = Some(pki.server_key.clone());
-            c.tls_client_ca = mtls.then(|| pki.ca.clone());
-        })
+        .configure(|c: &mut Config| pki.serve_tls(c, mtls))
         .spawn()
         .await
 }

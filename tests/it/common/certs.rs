@@ -120,6 +120,14 @@ impl Pki {
         path
     }
 
+    /// Has `config` serve TLS with this PKI's server certificate; with `mtls`, also require
+    /// client certificates from its CA.
+    pub fn serve_tls(&self, config: &mut claimd::config::Config, mtls: bool) {
+        config.tls_cert = Some(self.server_cert.clone());
+        config.tls_key = Some(self.server_key.clone());
+        config.tls_client_ca = mtls.then(|| self.ca.clone());
+    }
+
     /// A client that trusts the CA and presents no certificate.
     pub fn client_tls(&self) -> ClientTlsConfig {
         ClientTlsConfig::new().ca_certificate(Certificate::from_pem(&self.ca_pem))
