@@ -38,6 +38,13 @@ pub fn remaining() -> Option<Duration> {
         .ok()
 }
 
+/// When the current call's answer is due, if the caller set a deadline: for work done on
+/// the call's behalf in another task (the store's group commit), where [`remaining`] does
+/// not reach.
+pub fn due() -> Option<Instant> {
+    DUE.try_with(|due| *due).ok()
+}
+
 /// The tower layer that enforces the caller's deadline.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DeadlineLayer;

@@ -5,7 +5,7 @@ use super::defaults;
 use super::duration::parse_duration;
 use super::sealing::SealArgs;
 use crate::seal::Sealer;
-use crate::store::{Clock, StoreOptions};
+use crate::store::{BatchOptions, Clock, StoreOptions};
 use clap::Args;
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +28,16 @@ pub struct DatabaseArgs {
     #[arg(long, env = "CLAIMD_DB_TIMEOUT", default_value = defaults::DB_TIMEOUT,
           value_parser = parse_duration)]
     pub db_timeout: Duration,
+    /// Group commit: how many batches of Claims and holder calls may be in flight at once.
+    /// A call that arrives while fewer run starts a batch at once; the others queue and go
+    /// together in the next (docs/DESIGN.md §7).
+    #[arg(long, env = "CLAIMD_GROUP_COMMIT_LANES", default_value_t = defaults::GROUP_COMMIT_LANES,
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub group_commit_lanes: u16,
+    /// Group commit: most calls in one batch (one read and one write statement).
+    #[arg(long, env = "CLAIMD_GROUP_COMMIT_SIZE", default_value_t = defaults::GROUP_COMMIT_SIZE,
+          value_parser = clap::value_parser!(u16).range(1..=4096))]
+    pub group_commit_size: u16,
 }
 
 impl DatabaseArgs {
@@ -52,6 +62,10 @@ impl DatabaseArgs {
             clock: Clock::default(),
             exclusive: false,
             seal,
+            batch: BatchOptions {
+                lanes: usize::from(self.group_commit_lanes),
+                size: usize::from(self.group_commit_size),
+            },
         }
     }
 }

@@ -11,6 +11,10 @@ pub const DATA_DIR: &str = "claimd-data";
 pub const DB_POOL_SIZE: u32 = 16;
 /// `--db-timeout`.
 pub const DB_TIMEOUT: &str = "5s";
+/// `--group-commit-lanes`: group-commit batches in flight at once.
+pub const GROUP_COMMIT_LANES: u16 = 4;
+/// `--group-commit-size`: most calls in one group-commit batch.
+pub const GROUP_COMMIT_SIZE: u16 = 128;
 /// `--health-interval`.
 pub const HEALTH_INTERVAL: &str = "1s";
 /// `--key-cache-ttl`.

@@ -4,21 +4,22 @@
 //! lock a row, apply the domain rule, seal, write back; open pages; reseal batches — is
 //! written once, over any driver, in [`super::receipts`].
 //!
-//! A driver implements [`Driver`] (rows in transactions) and [`Pages`] (paged reads), and
-//! the roles that are its statements alone: [`super::Retention`], [`super::Gauges`],
-//! [`super::Lifecycle`] and [`KeyStore`]. Rows cross the boundary as a receipt without its
-//! sealed fields plus those fields as stored ([`Row`]); only [`super::receipts`] opens or
-//! seals them. The exception is [`Driver::claim_row`], the hot path: each backend decides a
-//! Claim its own way (PostgreSQL with a read and, when a write is due, one statement;
-//! SQLite with a read and, when a write is due, its single writer), with the sealer it
-//! holds, sealing only what that write stores.
+//! A driver implements [`Driver`] (rows: one read, a batch's read and compare-and-set
+//! writes, reseal transactions) and [`Pages`] (paged reads), and the roles that are its
+//! statements alone: [`super::Retention`], [`super::Gauges`], [`super::Lifecycle`] and
+//! [`KeyStore`]. Rows cross the boundary as a receipt without its sealed fields plus those
+//! fields as stored ([`Row`]); only the common code opens or seals them. Every change of a
+//! row goes through [`Driver::write_many`], which the group commit (`batch`, `rounds`)
+//! calls with the writes of many callers at once.
 
+use super::batch::Batcher;
 use super::keys::KeyStore;
+use super::write::{RowWrite, WriteOutcome};
 use super::{
     Gauges, Lifecycle, ListQuery, OrphanCursor, OrphanQuery, ResealCursor, Retention, StoreError,
     StoredBlobs, reseal::ResealRow,
 };
-use crate::domain::{ClaimInput, ClaimOutcome, Policy, Receipt, ReceiptKey, Timestamp};
+use crate::domain::{Receipt, ReceiptKey, Timestamp};
 use crate::seal::Sealer;
 use async_trait::async_trait;
 
@@ -29,21 +30,16 @@ pub type Row = (Receipt, StoredBlobs);
 /// transaction the driver cannot split), scoped by tenant where a tenant is named, with
 /// every time taken from the store's clock.
 #[async_trait]
-pub trait Driver: Pages + Retention + Gauges + Lifecycle + KeyStore + 'static {
-    /// A write transaction: rows it locked stay locked until [`Driver::commit`]; dropping
-    /// it rolls back.
+pub trait Driver: Pages + Retention + Gauges + Lifecycle + KeyStore + Clone + 'static {
+    /// A write transaction (reseal's): rows it locked stay locked until
+    /// [`Driver::commit`]; dropping it rolls back.
     type Tx: Send;
 
     /// The sealer of this store's payload columns.
     fn sealer(&self) -> &Sealer;
 
-    /// Decides and records a Claim (`docs/DESIGN.md` §2): a duplicate writes nothing.
-    async fn claim_row(
-        &self,
-        tenant: &str,
-        input: &ClaimInput,
-        policy: &Policy,
-    ) -> Result<ClaimOutcome, StoreError>;
+    /// The store's group commit (its clones share it).
+    fn batcher(&self) -> &Batcher;
 
     /// The row, read without a lock.
     async fn read(&self, tenant: &str, id: &ReceiptKey) -> Result<Option<Row>, StoreError>;
@@ -56,24 +52,17 @@ pub trait Driver: Pages + Retention + Gauges + Lifecycle + KeyStore + 'static {
     /// [`StoreError::DeadlinePassed`].
     async fn commit(&self, tx: Self::Tx) -> Result<(), StoreError>;
 
-    /// Locks the row for the rest of `tx` and reads it, with the store's clock.
-    async fn lock(
+    /// The rows `keys` name (tenant, namespace and key), in their order, each with the
+    /// store's clock when it was read; one statement (or one read transaction).
+    async fn read_many(
         &self,
-        tx: &mut Self::Tx,
-        tenant: &str,
-        id: &ReceiptKey,
-    ) -> Result<Option<(Timestamp, Row)>, StoreError>;
+        keys: &[(&str, &ReceiptKey)],
+    ) -> Result<Vec<(Timestamp, Option<Row>)>, StoreError>;
 
-    /// Writes `receipt` over its locked row: every column a holder action or redrive may
-    /// change, and the sealed columns as `sealed` (`None` leaves them exactly as stored).
-    /// Never changes the row's `life_id`.
-    async fn write(
-        &self,
-        tx: &mut Self::Tx,
-        tenant: &str,
-        receipt: &Receipt,
-        sealed: Option<&StoredBlobs>,
-    ) -> Result<(), StoreError>;
+    /// Makes each write that still applies (`super::write`), all in one transaction that
+    /// has committed when this returns; what became of each, in order. The rows are
+    /// distinct.
+    async fn write_many(&self, writes: &[RowWrite]) -> Result<Vec<WriteOutcome>, StoreError>;
 
     /// Up to `limit` rows of every tenant after `after` in primary-key order, locked for
     /// the rest of `tx`, with their sealed columns and life ids.

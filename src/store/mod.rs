@@ -5,6 +5,7 @@
 //! lives below this module; every database error goes through its driver's one
 //! interpreting function and comes out as a [`StoreError`].
 
+mod batch;
 mod clock;
 mod dead_letters;
 pub mod driver;
@@ -14,11 +15,15 @@ mod page;
 pub mod postgres;
 mod prune;
 mod receipts;
+mod recent;
 mod reseal;
+mod rounds;
 mod row;
 mod sealed;
 pub mod sqlite;
+mod write;
 
+pub use batch::BatchOptions;
 pub use clock::Clock;
 pub(crate) use dead_letters::same_sealed_fields;
 pub use dead_letters::{ListCursor, ListPage, ListQuery};
@@ -247,6 +252,8 @@ pub struct StoreOptions {
     pub exclusive: bool,
     /// Seals the payload columns (`config` makes it from the configured keys).
     pub seal: Arc<crate::seal::Sealer>,
+    /// How the group commit forms batches.
+    pub batch: BatchOptions,
 }
 
 impl StoreError {

@@ -1,25 +1,22 @@
 //! The store's behaviour, written once over any [`Driver`]: every [`Driver`] is a
-//! [`Claims`], [`DeadLetters`] and [`Reseal`] store by the impls below. Everything composed
-//! of row operations lives here — a holder action (lock the row, `domain::apply`, seal what
-//! changed, write back), Redrive, Get, List and ListOrphaned pages (opening sealed fields), reseal
-//! batches — so both backends behave the same by construction. The drivers only run
-//! statements.
+//! [`Claims`], [`DeadLetters`] and [`Reseal`] store by the impls below. Claim, the holder
+//! calls and Redrive queue for the group commit (`batch`, `rounds`: read, decide with the
+//! domain's rules, seal what changed, compare-and-set); Get, List and ListOrphaned pages
+//! (opening sealed fields) and reseal batches are composed here of the driver's reads, so
+//! both backends behave the same by construction. The drivers only run statements.
 //!
-//! Holder actions and Redrive lock the row (PostgreSQL `SELECT … FOR UPDATE`, SQLite
-//! `BEGIN IMMEDIATE`), apply the domain rule and write back only when something changed;
-//! Redrive writes no sealed column. List pages by (namespace, key), the primary key's
-//! order after the tenant, so a receipt's place never changes; List and ListOrphaned fetch
-//! a page in chunks until its budget of receipts and bytes is spent (`page`).
+//! List pages by (namespace, key), the primary key's order after the tenant, so a
+//! receipt's place never changes; List and ListOrphaned fetch a page in chunks until its
+//! budget of receipts and bytes is spent (`page`).
 
 use super::driver::{Driver, Row};
 use super::reseal::plan_reseal;
+use super::rounds::{Answer, Op};
 use super::{
     Claims, DeadLetters, ListPage, ListQuery, OrphanPage, OrphanQuery, Reseal, ResealBatch,
-    ResealCursor, StoreError, same_sealed_fields,
+    ResealCursor, StoreError,
 };
-use crate::domain::{
-    Action, ClaimInput, ClaimOutcome, Policy, Receipt, ReceiptKey, Timestamp, apply,
-};
+use crate::domain::{Action, ClaimInput, ClaimOutcome, Policy, Receipt, ReceiptKey};
 use async_trait::async_trait;
 use uuid::Uuid;
 
@@ -30,31 +27,24 @@ fn open<D: Driver>(driver: &D, tenant: &str, row: Row) -> Result<Receipt, StoreE
     Ok(receipt)
 }
 
-/// Locks the row, computes the next receipt from the current one at the store's clock,
-/// and writes it back when it differs — sealing only the sealed fields whose plaintext
-/// changed, under the row's own life, and keeping every other one exactly as stored — all
-/// in one transaction.
-async fn change<D: Driver>(
-    driver: &D,
-    tenant: &str,
-    id: &ReceiptKey,
-    next: impl FnOnce(&Receipt, Timestamp) -> Result<Receipt, StoreError> + Send,
-) -> Result<Receipt, StoreError> {
-    let mut tx = driver.begin().await?;
-    let (now, (mut current, stored)) = driver
-        .lock(&mut tx, tenant, id)
-        .await?
-        .ok_or(StoreError::NotFound)?;
-    stored.open_into(driver.sealer(), tenant, &mut current)?;
-    let next = next(&current, now)?;
-    if next != current {
-        let sealed = stored.changed(driver.sealer(), tenant, &current, &next);
-        driver
-            .write(&mut tx, tenant, &next, sealed.as_ref())
-            .await?;
+/// A Claim's answer, from the group commit.
+fn claimed(answer: Answer) -> Result<ClaimOutcome, StoreError> {
+    match answer {
+        Answer::Claim(outcome) => Ok(outcome),
+        Answer::Receipt(_) => Err(StoreError::Corrupt(
+            "a Claim answered as a holder call".into(),
+        )),
     }
-    driver.commit(tx).await?;
-    Ok(next)
+}
+
+/// A holder call's or Redrive's answer, from the group commit.
+fn receipt(answer: Answer) -> Result<Receipt, StoreError> {
+    match answer {
+        Answer::Receipt(receipt) => Ok(receipt),
+        Answer::Claim(_) => Err(StoreError::Corrupt(
+            "a holder call answered as a Claim".into(),
+        )),
+    }
 }
 
 #[async_trait]
@@ -65,7 +55,11 @@ impl<D: Driver> Claims for D {
         input: &ClaimInput,
         policy: &Policy,
     ) -> Result<ClaimOutcome, StoreError> {
-        self.claim_row(tenant, input, policy).await
+        let op = Op::Claim {
+            input: input.clone(),
+            policy: *policy,
+        };
+        claimed(self.batcher().submit(self, tenant, &input.id, op).await?)
     }
 
     async fn act(
@@ -76,10 +70,12 @@ impl<D: Driver> Claims for D {
         action: &Action,
         policy: &Policy,
     ) -> Result<Receipt, StoreError> {
-        change(self, tenant, id, |current, now| {
-            Ok(apply(current, token, action, now, policy)?)
-        })
-        .await
+        let op = Op::Act {
+            token,
+            action: action.clone(),
+            policy: *policy,
+        };
+        receipt(self.batcher().submit(self, tenant, id, op).await?)
     }
 
     async fn get(&self, tenant: &str, id: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {
@@ -106,13 +102,8 @@ impl<D: Driver> DeadLetters for D {
     }
 
     async fn redrive(&self, tenant: &str, id: &ReceiptKey) -> Result<Receipt, StoreError> {
-        // Redrive changes no sealed field, so they are left exactly as stored.
-        change(self, tenant, id, |current, now| {
-            let next = crate::domain::redrive(current, now)?;
-            debug_assert!(same_sealed_fields(current, &next), "redrive seals nothing");
-            Ok(next)
-        })
-        .await
+        // Redrive changes no sealed field, so the write leaves them exactly as stored.
+        receipt(self.batcher().submit(self, tenant, id, Op::Redrive).await?)
     }
 }
 

@@ -130,6 +130,29 @@ impl StoredBlobs {
         Some(blobs)
     }
 
+    /// The sealed columns a write from `current` (as opened from these values) to `next`
+    /// sets: only those whose plaintext changed, sealed anew under the row's own life.
+    pub fn changes(
+        &self,
+        sealer: &Sealer,
+        tenant: &str,
+        current: &Receipt,
+        next: &Receipt,
+    ) -> super::write::Sealed {
+        let (before, after) = (plaintexts(current), plaintexts(next));
+        let at = self.binding(tenant, next);
+        let [last_error, checkpoint, response, recovery_payload] = FIELDS.map(|f| {
+            let i = index(f);
+            (before[i] != after[i]).then(|| seal_opt(sealer, at, f, after[i]))
+        });
+        super::write::Sealed {
+            last_error,
+            checkpoint,
+            response,
+            recovery_payload,
+        }
+    }
+
     /// Opens every field into `receipt` (whose namespace and key name the row); fails
     /// closed, leaving `receipt` without plaintext, if any field does not verify.
     pub fn open_into(

@@ -33,7 +33,8 @@ fn fingerprint(i: usize) -> Vec<u8> {
     format!("sha256:{i}").into_bytes()
 }
 
-async fn start(url: &str) -> (Claimd, ClaimServiceClient<Channel>) {
+/// Starts the real binary on `url` (the same seal key every time) and connects a client.
+pub(crate) async fn start(url: &str) -> (Claimd, ClaimServiceClient<Channel>) {
     let addr = free_addr();
     let mut cmd = claimd();
     cmd.args([

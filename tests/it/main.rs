@@ -24,6 +24,7 @@ mod durability;
 mod embedded;
 mod fencing;
 mod file_modes;
+mod group_commit;
 mod health;
 mod health_listener;
 mod holder_actions;

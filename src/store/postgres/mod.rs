@@ -1,13 +1,12 @@
 //! The PostgreSQL driver: the production store, shared by any number of claimd replicas.
 //! Statements only — what is composed of them lives in `store::receipts`.
 //!
-//! `claim.rs` is the one-statement Claim that writes only when the row is absent or really
-//! due, so a duplicate costs a read; `rows.rs` locks and writes rows for holder actions,
-//! Redrive and reseal; `pages.rs` reads List and ListOrphaned pages and the gauges;
+//! `batch.rs` is a group commit's read and write statements (every Claim, holder call and
+//! Redrive goes through them); `rows.rs` reads one row and runs reseal; `pages.rs` reads List and ListOrphaned pages and the gauges;
 //! `prune.rs` is the janitor's; `keys.rs` the API keys'. Every time is the database's
 //! clock, shifted by the store's [`Clock`], through one SQL expression ([`clock!`]).
 
-mod claim;
+mod batch;
 mod keys;
 mod pages;
 mod prune;
@@ -16,6 +15,7 @@ mod rows;
 use super::{Lifecycle, StoreError, StoreOptions};
 use crate::seal::Sealer;
 use crate::store::Clock;
+use crate::store::batch::Batcher;
 use async_trait::async_trait;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use std::str::FromStr;
@@ -62,6 +62,7 @@ pub struct PgDriver {
     pool: PgPool,
     clock: Clock,
     seal: Arc<Sealer>,
+    batcher: Batcher,
 }
 
 impl PgDriver {
@@ -83,6 +84,7 @@ impl PgDriver {
             pool,
             clock: options.clock.clone(),
             seal: options.seal.clone(),
+            batcher: Batcher::new(options.batch),
         })
     }
 

@@ -1,14 +1,16 @@
-//! Rows in transactions, in PostgreSQL: read, lock (`SELECT … FOR UPDATE`, with the clock),
-//! write back, and the reseal batch (rows locked in primary-key order, so a concurrent
+//! Rows in PostgreSQL: read one, read and write a batch's (the statements are in
+//! `batch.rs`), and the reseal batch (rows locked in primary-key order, so a concurrent
 //! holder action waits instead of being overwritten).
 
-use super::{PgDriver, ReceiptRow, clock, interpret};
-use crate::domain::{ClaimInput, ClaimOutcome, Policy, Receipt, ReceiptKey, Timestamp};
+use super::{PgDriver, ReceiptRow, interpret};
+use crate::domain::{ReceiptKey, Timestamp};
 use crate::seal::Sealer;
+use crate::store::batch::Batcher;
 use crate::store::driver::{Driver, Row};
 use crate::store::reseal::ResealRow;
 use crate::store::row::columns;
-use crate::store::{ResealCursor, StoreError, StoredBlobs};
+use crate::store::write::{RowWrite, WriteOutcome};
+use crate::store::{ResealCursor, StoreError};
 use async_trait::async_trait;
 use sqlx::{FromRow, Postgres, Transaction};
 
@@ -16,39 +18,6 @@ const GET: &str = concat!(
     "SELECT ",
     columns!(),
     " FROM receipts WHERE tenant_id = $1 AND namespace = $2 AND key = $3"
-);
-
-/// Locks the row, then reads the clock: the outer SELECT is evaluated only once the
-/// materialized CTE has the lock, so a holder's new lease runs from when the row was had,
-/// not from when the call started waiting for it.
-const LOCK: &str = concat!(
-    "WITH locked AS MATERIALIZED (SELECT ",
-    columns!(),
-    " FROM receipts WHERE tenant_id = $1 AND namespace = $2 AND key = $3 FOR UPDATE)
-    SELECT ",
-    clock!(after_lock: "$5", "$4"),
-    " AS db_now, locked.* FROM locked"
-);
-
-/// Every column a holder action or redrive changes; the sealed ones follow in [`WRITE`].
-macro_rules! set_holder_columns {
-    () => {
-        "UPDATE receipts SET state = $4, attempt = $5, free_attempts = $6, claim_token = $7,
-        lease_expires_at = $8, next_attempt_at = $9, updated_at = $10, completed_at = $11"
-    };
-}
-
-/// A holder action's write: the holder columns and every sealed column.
-const WRITE: &str = concat!(
-    set_holder_columns!(),
-    ", last_error = $12, checkpoint = $13, response = $14, recovery_payload = $15
-    WHERE tenant_id = $1 AND namespace = $2 AND key = $3"
-);
-
-/// Redrive's write: the holder columns only, the sealed ones left as stored.
-const WRITE_UNSEALED: &str = concat!(
-    set_holder_columns!(),
-    " WHERE tenant_id = $1 AND namespace = $2 AND key = $3"
 );
 
 const RESEAL_ROWS: &str = "SELECT tenant_id, namespace, key, last_error, checkpoint, response,
@@ -66,10 +35,6 @@ pub(super) fn row(row: &sqlx::postgres::PgRow) -> Result<Row, StoreError> {
     ReceiptRow::from_row(row).map_err(interpret)?.into_parts()
 }
 
-fn count(n: u32) -> i32 {
-    i32::try_from(n).unwrap_or(i32::MAX)
-}
-
 #[async_trait]
 impl Driver for PgDriver {
     type Tx = Transaction<'static, Postgres>;
@@ -78,13 +43,8 @@ impl Driver for PgDriver {
         &self.seal
     }
 
-    async fn claim_row(
-        &self,
-        tenant: &str,
-        input: &ClaimInput,
-        policy: &Policy,
-    ) -> Result<ClaimOutcome, StoreError> {
-        self.claim(tenant, input, policy).await
+    fn batcher(&self) -> &Batcher {
+        &self.batcher
     }
 
     async fn read(&self, tenant: &str, id: &ReceiptKey) -> Result<Option<Row>, StoreError> {
@@ -107,58 +67,15 @@ impl Driver for PgDriver {
         tx.commit().await.map_err(interpret)
     }
 
-    async fn lock(
+    async fn read_many(
         &self,
-        tx: &mut Self::Tx,
-        tenant: &str,
-        id: &ReceiptKey,
-    ) -> Result<Option<(Timestamp, Row)>, StoreError> {
-        let found = sqlx::query(LOCK)
-            .bind(tenant)
-            .bind(&id.namespace)
-            .bind(&id.key)
-            .bind(self.offset())
-            .bind(self.frozen())
-            .fetch_optional(&mut **tx)
-            .await
-            .map_err(interpret)?;
-        let Some(found) = found else { return Ok(None) };
-        let now = sqlx::Row::try_get(&found, "db_now").map_err(interpret)?;
-        Ok(Some((now, row(&found)?)))
+        keys: &[(&str, &ReceiptKey)],
+    ) -> Result<Vec<(Timestamp, Option<Row>)>, StoreError> {
+        self.read_rows(keys).await
     }
 
-    async fn write(
-        &self,
-        tx: &mut Self::Tx,
-        tenant: &str,
-        r: &Receipt,
-        sealed: Option<&StoredBlobs>,
-    ) -> Result<(), StoreError> {
-        let query = sqlx::query(match sealed {
-            Some(_) => WRITE,
-            None => WRITE_UNSEALED,
-        })
-        .bind(tenant)
-        .bind(&r.id.namespace)
-        .bind(&r.id.key)
-        .bind(r.state.as_str())
-        .bind(count(r.attempt))
-        .bind(count(r.free_attempts))
-        .bind(r.claim_token)
-        .bind(r.lease_expires_at)
-        .bind(r.next_attempt_at)
-        .bind(r.updated_at)
-        .bind(r.completed_at);
-        let query = match sealed {
-            Some(blobs) => query
-                .bind(&blobs.last_error)
-                .bind(&blobs.checkpoint)
-                .bind(&blobs.response)
-                .bind(&blobs.recovery_payload),
-            None => query,
-        };
-        query.execute(&mut **tx).await.map_err(interpret)?;
-        Ok(())
+    async fn write_many(&self, writes: &[RowWrite]) -> Result<Vec<WriteOutcome>, StoreError> {
+        self.write_rows(writes).await
     }
 
     async fn reseal_rows(

@@ -14,6 +14,7 @@
 //! An existing directory is not changed (through `--database-url` it may be shared, as
 //! `/tmp` is): the files in it are what is protected.
 
+mod batch;
 mod keys;
 mod lock;
 mod pages;
@@ -26,6 +27,7 @@ use super::{Lifecycle, StoreError, StoreOptions};
 use crate::domain::Timestamp;
 use crate::seal::Sealer;
 use crate::store::Clock;
+use crate::store::batch::Batcher;
 use async_trait::async_trait;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
@@ -49,6 +51,7 @@ pub struct SqliteDriver {
     writer: SqlitePool,
     clock: Clock,
     seal: Arc<Sealer>,
+    batcher: Batcher,
     _lock: Option<Arc<FileLock>>,
 }
 
@@ -93,6 +96,7 @@ impl SqliteDriver {
             writer,
             clock: options.clock.clone(),
             seal: options.seal.clone(),
+            batcher: Batcher::new(options.batch),
             _lock: lock,
         })
     }

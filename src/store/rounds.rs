@@ -1,0 +1,345 @@
+//! One group commit's work, written once over any [`Driver`]: the jobs of a batch (Claims,
+//! holder calls, Redrives of distinct rows) go through rounds of one read statement and
+//! one write statement, each shared by every job that needs it.
+//!
+//! A round reads the rows of the jobs that need a read (none for a Claim without a
+//! payload, which tries its insert first, nor for a holder call on a row this process
+//! last wrote: [`super::recent`]), decides each job with the domain's rules on its row
+//! (`decide_claim`, `apply`, `redrive`), seals what each write changes, and writes all of
+//! them at once, each compare-and-set on the row as decided from ([`super::write`]). A
+//! job whose row changed meanwhile is decided again on the row as the write found it, in
+//! the next round, at most [`MAX_RACES`] times. A job is answered only after its write
+//! committed; a job whose caller went away (cancelled) or whose answer is already due is
+//! dropped before the next statement. When a statement fails for the whole batch, each of
+//! its jobs runs once more alone, so one bad job costs the others one retry at most.
+
+use super::driver::{Driver, Row};
+use super::recent::Recent;
+use super::write::{Expect, RowWrite, Sealed, Version, WriteOutcome};
+use super::{StoreError, StoredBlobs};
+use crate::domain::{
+    Action, ClaimInput, ClaimOutcome, Decision, Policy, Receipt, ReceiptKey, Timestamp, Write,
+    apply, decide_claim,
+};
+use crate::seal::{Sealer, new_life};
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+use uuid::Uuid;
+
+/// How often a job is decided again after its row changed under it.
+pub const MAX_RACES: usize = 16;
+
+/// What a job asks of its row.
+#[derive(Debug, Clone)]
+pub enum Op {
+    /// A Claim.
+    Claim {
+        /// The validated request.
+        input: ClaimInput,
+        /// The namespace's policy.
+        policy: Policy,
+    },
+    /// Complete, Heartbeat, Retry or Quarantine by the holder of `token`.
+    Act {
+        /// The caller's claim token.
+        token: Uuid,
+        /// What it asks for.
+        action: Action,
+        /// The namespace's policy.
+        policy: Policy,
+    },
+    /// An operator's Redrive of a dead letter.
+    Redrive,
+}
+
+/// A job's answer.
+#[derive(Debug)]
+pub enum Answer {
+    /// A Claim's.
+    Claim(ClaimOutcome),
+    /// A holder call's or a Redrive's: the receipt after it.
+    Receipt(Receipt),
+}
+
+/// What a job knows of its row.
+#[derive(Debug)]
+enum Known {
+    /// Nothing yet: read it.
+    Unread,
+    /// Assumed absent without a read: a Claim that seals nothing tries its insert.
+    Assumed,
+    /// Read at this clock reading: no row, or this one (opened) with its stored values.
+    Read(Timestamp, Option<(Receipt, StoredBlobs)>),
+    /// As this process last wrote it: only a write is decided from it; anything else is
+    /// read first.
+    Recent(Receipt, StoredBlobs),
+}
+
+/// One caller's request, waiting for its answer.
+#[derive(Debug)]
+pub struct Job {
+    /// The tenant of the row.
+    pub tenant: String,
+    /// The row.
+    pub id: ReceiptKey,
+    op: Op,
+    due: Option<Instant>,
+    reply: oneshot::Sender<Result<Answer, StoreError>>,
+    known: Known,
+    races: usize,
+}
+
+impl Job {
+    /// A job for `op` on `tenant`'s row `id`, answered through `reply`, due by `due`.
+    pub fn new(
+        tenant: &str,
+        id: &ReceiptKey,
+        op: Op,
+        due: Option<Instant>,
+        reply: oneshot::Sender<Result<Answer, StoreError>>,
+        recent: &Recent,
+    ) -> Job {
+        let known = match &op {
+            Op::Claim { input, .. } if input.recovery_payload.is_none() => Known::Assumed,
+            Op::Act { .. } => recent
+                .get(tenant, id)
+                .map_or(Known::Unread, |(r, b)| Known::Recent(r, b)),
+            Op::Claim { .. } | Op::Redrive => Known::Unread,
+        };
+        Job {
+            tenant: tenant.to_owned(),
+            id: id.clone(),
+            op,
+            due,
+            reply,
+            known,
+            races: 0,
+        }
+    }
+
+    fn answer(self, answer: Result<Answer, StoreError>) {
+        // The caller may have gone away; then nobody waits for the answer.
+        let _ = self.reply.send(answer);
+    }
+
+    /// Whether the caller still waits and its answer is not yet due.
+    fn still_wanted(&self) -> bool {
+        !self.reply.is_closed() && self.due.is_none_or(|due| Instant::now() < due)
+    }
+}
+
+/// What deciding a job came to.
+// Short-lived, one per job and round: boxing would only add an allocation.
+#[allow(clippy::large_enum_variant)]
+enum Step {
+    Done(Result<Answer, StoreError>),
+    Reread,
+    Write(RowWrite, Option<(Decision, Write)>),
+}
+
+/// Decides `job` on what it knows of its row.
+fn decide(sealer: &Sealer, job: &Job) -> Step {
+    let (now, current, recent) = match &job.known {
+        Known::Unread => return Step::Reread,
+        Known::Assumed => (chrono::Utc::now(), None, false),
+        Known::Read(now, row) => (*now, row.as_ref().map(|(r, b)| (r, b)), false),
+        Known::Recent(r, b) => (chrono::Utc::now(), Some((r, b)), true),
+    };
+    let current = current.map(|(r, b)| (r.clone(), b.clone()));
+    let refused = |e: StoreError| match recent {
+        true => Step::Reread,
+        false => Step::Done(Err(e)),
+    };
+    let write = |next: Receipt, claim: Option<(Decision, Write)>| {
+        let (expect, sealed) = match &current {
+            None => {
+                let life = new_life();
+                let blobs = StoredBlobs::insert(sealer, &job.tenant, &next, life);
+                (Expect::Absent(life), (Sealed::all(blobs.clone()), blobs))
+            }
+            Some((r, b)) => {
+                let changes = b.changes(sealer, &job.tenant, r, &next);
+                let stored = changes.over(b);
+                let version = Version {
+                    sealed: recent.then(|| b.clone()),
+                    ..Version::of(r, b)
+                };
+                (Expect::Row(version), (changes, stored))
+            }
+        };
+        let before = current.as_ref().map(|(r, _)| r);
+        let w = RowWrite::new(&job.tenant, expect, before, next, now, sealed, job.due);
+        Step::Write(w, claim)
+    };
+    let before = current.as_ref().map(|(r, _)| r);
+    match &job.op {
+        Op::Claim { input, policy } => {
+            let outcome = decide_claim(before, input, now, policy);
+            match outcome.write {
+                Write::None if recent => Step::Reread,
+                Write::None => Step::Done(Ok(Answer::Claim(outcome))),
+                w => write(outcome.receipt, Some((outcome.decision, w))),
+            }
+        }
+        Op::Act {
+            token,
+            action,
+            policy,
+        } => match before {
+            None => refused(StoreError::NotFound),
+            Some(r) => match apply(r, *token, action, now, policy) {
+                Err(e) => refused(StoreError::Refused(e)),
+                Ok(next) if next == *r && recent => Step::Reread,
+                Ok(next) if next == *r => Step::Done(Ok(Answer::Receipt(next))),
+                Ok(next) => write(next, None),
+            },
+        },
+        Op::Redrive => match before {
+            None => refused(StoreError::NotFound),
+            Some(r) => match crate::domain::redrive(r, now) {
+                Err(e) => refused(StoreError::Refused(e)),
+                Ok(next) => {
+                    debug_assert!(super::same_sealed_fields(r, &next), "redrive seals nothing");
+                    write(next, None)
+                }
+            },
+        },
+    }
+}
+
+/// Opens a row read for `job`, or answers it DATA_LOSS.
+fn known(
+    sealer: &Sealer,
+    job: &Job,
+    now: Timestamp,
+    row: Option<Row>,
+) -> Result<Known, StoreError> {
+    let opened = row
+        .map(|(mut receipt, blobs)| {
+            blobs.open_into(sealer, &job.tenant, &mut receipt)?;
+            Ok::<_, StoreError>((receipt, blobs))
+        })
+        .transpose()?;
+    Ok(Known::Read(now, opened))
+}
+
+/// Runs `jobs` (distinct rows) to their answers.
+pub async fn run<D: Driver>(driver: &D, recent: &Recent, mut jobs: Vec<Job>) {
+    let sealer = driver.sealer();
+    loop {
+        jobs.retain(Job::still_wanted);
+        // Jobs dropped here are answered DEADLINE_EXCEEDED by their callers' own timers.
+        if jobs.is_empty() {
+            return;
+        }
+        let unread: Vec<usize> = (0..jobs.len())
+            .filter(|&i| matches!(jobs[i].known, Known::Unread))
+            .collect();
+        if !unread.is_empty() {
+            let keys: Vec<(&str, &ReceiptKey)> = unread
+                .iter()
+                .map(|&i| (jobs[i].tenant.as_str(), &jobs[i].id))
+                .collect();
+            let rows = match driver.read_many(&keys).await {
+                Ok(rows) => rows,
+                Err(e) => return alone(driver, recent, jobs, e).await,
+            };
+            if rows.len() != unread.len() {
+                let e = StoreError::Corrupt("a read answered for other rows".into());
+                return alone(driver, recent, jobs, e).await;
+            }
+            let mut rows = rows.into_iter();
+            let mut kept = Vec::with_capacity(jobs.len());
+            for mut job in jobs.drain(..) {
+                if !matches!(job.known, Known::Unread) {
+                    kept.push(job);
+                    continue;
+                }
+                let Some((now, row)) = rows.next() else { break };
+                match known(sealer, &job, now, row) {
+                    Ok(k) => {
+                        job.known = k;
+                        kept.push(job);
+                    }
+                    Err(e) => job.answer(Err(e)),
+                }
+            }
+            jobs = kept;
+        }
+        let mut writing = Vec::new();
+        let mut writes = Vec::new();
+        let mut again = Vec::new();
+        for job in jobs.drain(..) {
+            match decide(sealer, &job) {
+                Step::Done(answer) => job.answer(answer),
+                Step::Reread => again.push(Job {
+                    known: Known::Unread,
+                    ..job
+                }),
+                Step::Write(w, claim) => {
+                    writes.push(w);
+                    writing.push((job, claim));
+                }
+            }
+        }
+        if !writes.is_empty() {
+            let outcomes = match driver.write_many(&writes).await {
+                Ok(outcomes) => outcomes,
+                Err(e) => {
+                    let mut all: Vec<Job> = writing.into_iter().map(|(j, _)| j).collect();
+                    all.append(&mut again);
+                    return alone(driver, recent, all, e).await;
+                }
+            };
+            for (((mut job, claim), w), outcome) in writing.into_iter().zip(&writes).zip(outcomes) {
+                match outcome {
+                    WriteOutcome::Written(now) => {
+                        let receipt = w.written(now);
+                        recent.wrote(&job.tenant, &receipt, &w.stored);
+                        job.answer(Ok(match claim {
+                            Some((decision, write)) => Answer::Claim(ClaimOutcome {
+                                decision,
+                                receipt,
+                                write,
+                            }),
+                            None => Answer::Receipt(receipt),
+                        }));
+                    }
+                    WriteOutcome::Late => job.answer(Err(StoreError::DeadlinePassed)),
+                    WriteOutcome::Stale(now, row) => {
+                        recent.forget(&job.tenant, &job.id);
+                        job.races += 1;
+                        if job.races >= MAX_RACES {
+                            job.answer(Err(StoreError::Contended));
+                            continue;
+                        }
+                        match known(sealer, &job, now, row.map(|r| *r)) {
+                            Ok(k) => {
+                                job.known = k;
+                                again.push(job);
+                            }
+                            Err(e) => job.answer(Err(e)),
+                        }
+                    }
+                }
+            }
+        }
+        jobs = again;
+    }
+}
+
+/// After a statement failed for the whole batch: one job is answered with the error; more
+/// run again, each alone and all at once, so the others are not failed by one of them.
+async fn alone<D: Driver>(driver: &D, recent: &Recent, mut jobs: Vec<Job>, e: StoreError) {
+    if jobs.len() == 1 {
+        if let Some(job) = jobs.pop() {
+            job.answer(Err(e));
+        }
+        return;
+    }
+    tracing::debug!(error = %e, jobs = jobs.len(), "batch failed; running its jobs alone");
+    let each = jobs
+        .into_iter()
+        .map(|job| Box::pin(run(driver, recent, vec![job])));
+    futures_util::future::join_all(each).await;
+}

@@ -1,0 +1,132 @@
+//! A batch's reads and writes in SQLite: the reads on one reader connection; the writes in
+//! one `BEGIN IMMEDIATE` transaction on the single writer, so a batch costs one commit (one
+//! fsync) however many writes it holds. Inside it each write reads its row, checks it is
+//! still at the version the write was decided from (the writer's lock holds it there), and
+//! writes with the clock read after the lock was had; a write whose caller's answer is due
+//! by then is not made.
+
+use super::rows::fetch;
+use super::{SqliteDriver, interpret, micros};
+use crate::domain::{Receipt, ReceiptKey, Timestamp};
+use crate::store::StoreError;
+use crate::store::driver::Row;
+use crate::store::write::{Expect, RowWrite, WriteOutcome};
+use sqlx::Sqlite;
+use tokio::time::Instant;
+
+/// A new row: the holder columns `?1`–`?11`, the sealed ones, fingerprint, creation, life.
+const INSERT: &str = "INSERT INTO receipts (tenant_id, namespace, key, state, attempt,
+    free_attempts, claim_token, lease_expires_at, next_attempt_at, updated_at, completed_at,
+    last_error, checkpoint, response, recovery_payload, fingerprint, created_at, life_id)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?13, ?14, ?15, ?16, ?17, ?18, ?19)";
+
+/// An update: the holder columns `?1`–`?11`, and each sealed column whose bit is set in
+/// `?12` (last error, checkpoint, response, recovery payload) to `?13`–`?16`.
+const UPDATE: &str = "UPDATE receipts SET state = ?4, attempt = ?5, free_attempts = ?6,
+    claim_token = ?7, lease_expires_at = ?8, next_attempt_at = ?9, updated_at = ?10,
+    completed_at = ?11,
+    last_error = CASE WHEN ?12 & 1 THEN ?13 ELSE last_error END,
+    checkpoint = CASE WHEN ?12 & 2 THEN ?14 ELSE checkpoint END,
+    response = CASE WHEN ?12 & 4 THEN ?15 ELSE response END,
+    recovery_payload = CASE WHEN ?12 & 8 THEN ?16 ELSE recovery_payload END
+    WHERE tenant_id = ?1 AND namespace = ?2 AND key = ?3";
+
+/// Binds `r`'s holder columns (`?1`–`?11`) to `sql`.
+fn holder_columns<'q>(
+    sql: &'static str,
+    tenant: &'q str,
+    r: &'q Receipt,
+) -> sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments> {
+    sqlx::query(sql)
+        .bind(tenant)
+        .bind(&r.id.namespace)
+        .bind(&r.id.key)
+        .bind(r.state.as_str())
+        .bind(i64::from(r.attempt))
+        .bind(i64::from(r.free_attempts))
+        .bind(r.claim_token)
+        .bind(r.lease_expires_at.map(micros))
+        .bind(r.next_attempt_at.map(micros))
+        .bind(micros(r.updated_at))
+        .bind(r.completed_at.map(micros))
+}
+
+impl SqliteDriver {
+    /// The rows, in the order of `keys`, each with the clock when it was read.
+    pub(super) async fn read_rows(
+        &self,
+        keys: &[(&str, &ReceiptKey)],
+    ) -> Result<Vec<(Timestamp, Option<Row>)>, StoreError> {
+        let mut reader = self.reader.acquire().await.map_err(interpret)?;
+        let mut rows = Vec::with_capacity(keys.len());
+        for (tenant, id) in keys {
+            let row = fetch(&mut reader, tenant, id).await?;
+            rows.push((self.clock.now(), row));
+        }
+        Ok(rows)
+    }
+
+    /// Makes every write that still applies, in one transaction; what became of each.
+    pub(super) async fn write_rows(
+        &self,
+        writes: &[RowWrite],
+    ) -> Result<Vec<WriteOutcome>, StoreError> {
+        let mut tx = self
+            .writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(interpret)?;
+        let mut outcomes = Vec::with_capacity(writes.len());
+        for w in writes {
+            if w.due.is_some_and(|due| Instant::now() >= due) {
+                outcomes.push(WriteOutcome::Late);
+                continue;
+            }
+            let current = fetch(&mut tx, &w.tenant, &w.next.id).await?;
+            let now = self.clock.now();
+            let applies = match (&w.expect, &current) {
+                (Expect::Absent(_), None) => true,
+                (Expect::Row(version), Some((r, blobs))) => version.matches(r, blobs),
+                _ => false,
+            };
+            if !applies {
+                outcomes.push(WriteOutcome::Stale(now, current.map(Box::new)));
+                continue;
+            }
+            let r = w.written(now);
+            let s = &w.sealed;
+            let query = match &w.expect {
+                Expect::Absent(life) => holder_columns(INSERT, &w.tenant, &r)
+                    .bind(0_i64)
+                    .bind(s.last_error.clone().flatten())
+                    .bind(s.checkpoint.clone().flatten())
+                    .bind(s.response.clone().flatten())
+                    .bind(s.recovery_payload.clone().flatten())
+                    .bind(r.fingerprint.clone())
+                    .bind(micros(r.created_at))
+                    .bind(life.to_vec()),
+                Expect::Row(_) => {
+                    let sets = [
+                        &s.last_error,
+                        &s.checkpoint,
+                        &s.response,
+                        &s.recovery_payload,
+                    ];
+                    let mask = (0..4)
+                        .filter(|&bit| sets[bit].is_some())
+                        .map(|bit| 1_i64 << bit);
+                    holder_columns(UPDATE, &w.tenant, &r)
+                        .bind(mask.sum::<i64>())
+                        .bind(s.last_error.clone().flatten())
+                        .bind(s.checkpoint.clone().flatten())
+                        .bind(s.response.clone().flatten())
+                        .bind(s.recovery_payload.clone().flatten())
+                }
+            };
+            query.execute(&mut *tx).await.map_err(interpret)?;
+            outcomes.push(WriteOutcome::Written(now));
+        }
+        tx.commit().await.map_err(interpret)?;
+        Ok(outcomes)
+    }
+}

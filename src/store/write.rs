@@ -1,0 +1,245 @@
+//! A row write as the store's common code plans it and a driver runs it: compare and set.
+//! The decision is made in Rust by the domain's rules on the row as read (or as this
+//! process last wrote it); the write states what the row must still be ([`Expect`]) and
+//! what it becomes, and applies only if the row is still so. A write that finds the row
+//! changed reports it as it is now ([`WriteOutcome::Stale`]) and the caller decides again.
+//!
+//! Times are written relative to the write's own clock reading, taken after the row is
+//! had ([`Stamp::After`]): a lease granted after a lock wait runs from when the row was
+//! had, and a decision made on one reading of the clock lands on another unchanged
+//! otherwise. Only the sealed columns whose plaintext changed are written ([`Sealed`]).
+
+use super::StoredBlobs;
+use crate::domain::{Receipt, State, Timestamp};
+use crate::seal::LIFE_LEN;
+use chrono::TimeDelta;
+use tokio::time::Instant;
+use uuid::Uuid;
+
+/// A time column of a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stamp {
+    /// Exactly this value: unchanged from the row as read, or empty.
+    At(Option<Timestamp>),
+    /// This many microseconds after the write's clock reading.
+    After(i64),
+}
+
+impl Stamp {
+    /// `next` as a stamp: unchanged from `before` (or absent) as is, otherwise relative to
+    /// `decided_at`, the clock reading the decision used.
+    fn of(
+        before: Option<Option<Timestamp>>,
+        next: Option<Timestamp>,
+        decided_at: Timestamp,
+    ) -> Stamp {
+        match next {
+            Some(t) if before != Some(Some(t)) => {
+                Stamp::After((t - decided_at).num_microseconds().unwrap_or(i64::MAX))
+            }
+            _ => Stamp::At(next),
+        }
+    }
+
+    /// The time this stamp stands for when the write's clock read `now`.
+    pub fn resolve(self, now: Timestamp) -> Option<Timestamp> {
+        match self {
+            Stamp::At(t) => t,
+            Stamp::After(us) => Some(now + TimeDelta::microseconds(us)),
+        }
+    }
+}
+
+/// What a row must still be for the write to apply: the columns every write changes, so a
+/// row another write touched since it was read does not match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Version {
+    /// The row's life (never changes while the row exists).
+    pub life_id: Option<Vec<u8>>,
+    /// The holder's token.
+    pub claim_token: Option<Uuid>,
+    /// The state.
+    pub state: State,
+    /// The fencing number.
+    pub attempt: u32,
+    /// Attempts that did not spend the budget.
+    pub free_attempts: u32,
+    /// The last change.
+    pub updated_at: Timestamp,
+    /// The lease end.
+    pub lease_expires_at: Option<Timestamp>,
+    /// The sealed columns as stored, when the write was decided without reading them (from
+    /// what this process last wrote): then they must be unchanged too, so a value altered
+    /// behind claimd's back is read, and fails to open, before anything is written.
+    pub sealed: Option<StoredBlobs>,
+}
+
+impl Version {
+    /// The version of the row `(receipt, blobs)`.
+    pub fn of(receipt: &Receipt, blobs: &StoredBlobs) -> Version {
+        Version {
+            life_id: blobs.life_id.clone(),
+            claim_token: receipt.claim_token,
+            state: receipt.state,
+            attempt: receipt.attempt,
+            free_attempts: receipt.free_attempts,
+            updated_at: receipt.updated_at,
+            lease_expires_at: receipt.lease_expires_at,
+            sealed: None,
+        }
+    }
+
+    /// Whether the row `(receipt, blobs)` is at this version.
+    pub fn matches(&self, receipt: &Receipt, blobs: &StoredBlobs) -> bool {
+        let same_sealed = self.sealed.as_ref().is_none_or(|s| {
+            (
+                &s.last_error,
+                &s.checkpoint,
+                &s.response,
+                &s.recovery_payload,
+            ) == (
+                &blobs.last_error,
+                &blobs.checkpoint,
+                &blobs.response,
+                &blobs.recovery_payload,
+            )
+        });
+        same_sealed
+            && Version {
+                sealed: None,
+                ..self.clone()
+            } == Version::of(receipt, blobs)
+    }
+}
+
+/// The row a write expects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expect {
+    /// No row: insert one, with this new life.
+    Absent([u8; LIFE_LEN]),
+    /// The row at this version: update it.
+    Row(Version),
+}
+
+/// Each sealed column a write sets (`Some`, to a value or NULL); `None` keeps it as stored.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sealed {
+    /// `last_error`.
+    pub last_error: Option<Option<Vec<u8>>>,
+    /// `checkpoint`.
+    pub checkpoint: Option<Option<Vec<u8>>>,
+    /// `response`.
+    pub response: Option<Option<Vec<u8>>>,
+    /// `recovery_payload`.
+    pub recovery_payload: Option<Option<Vec<u8>>>,
+}
+
+impl Sealed {
+    /// `stored` with the columns this sets replaced.
+    pub fn over(&self, stored: &StoredBlobs) -> StoredBlobs {
+        let pick = |set: &Option<Option<Vec<u8>>>, was: &Option<Vec<u8>>| match set {
+            Some(value) => value.clone(),
+            None => was.clone(),
+        };
+        StoredBlobs {
+            last_error: pick(&self.last_error, &stored.last_error),
+            checkpoint: pick(&self.checkpoint, &stored.checkpoint),
+            response: pick(&self.response, &stored.response),
+            recovery_payload: pick(&self.recovery_payload, &stored.recovery_payload),
+            life_id: stored.life_id.clone(),
+        }
+    }
+
+    /// Every column set, to what `blobs` holds (an insert).
+    pub fn all(blobs: StoredBlobs) -> Sealed {
+        Sealed {
+            last_error: Some(blobs.last_error),
+            checkpoint: Some(blobs.checkpoint),
+            response: Some(blobs.response),
+            recovery_payload: Some(blobs.recovery_payload),
+        }
+    }
+}
+
+/// One compare-and-set write of a `receipts` row.
+#[derive(Debug, Clone)]
+pub struct RowWrite {
+    /// The tenant of the row (`next` names its namespace and key).
+    pub tenant: String,
+    /// What the row must be.
+    pub expect: Expect,
+    /// The receipt after the write: its state, counts, token and fingerprint are written as
+    /// they are; its times are the stamps below, and `updated_at` (and an insert's
+    /// `created_at`) the write's clock reading.
+    pub next: Receipt,
+    /// `lease_expires_at`.
+    pub lease_expires_at: Stamp,
+    /// `next_attempt_at`.
+    pub next_attempt_at: Stamp,
+    /// `completed_at`.
+    pub completed_at: Stamp,
+    /// The sealed columns it sets.
+    pub sealed: Sealed,
+    /// The row's sealed columns (and life) as they are once it is written.
+    pub stored: StoredBlobs,
+    /// When the caller's answer is due: a write that would land after it is not made.
+    pub due: Option<Instant>,
+}
+
+impl RowWrite {
+    /// A write that turns `before` (`None`: no row) into `next`, decided at `decided_at`.
+    pub fn new(
+        tenant: &str,
+        expect: Expect,
+        before: Option<&Receipt>,
+        next: Receipt,
+        decided_at: Timestamp,
+        (sealed, stored): (Sealed, StoredBlobs),
+        due: Option<Instant>,
+    ) -> RowWrite {
+        let stamp = |field: fn(&Receipt) -> Option<Timestamp>| {
+            Stamp::of(before.map(field), field(&next), decided_at)
+        };
+        RowWrite {
+            tenant: tenant.to_owned(),
+            expect,
+            lease_expires_at: stamp(|r| r.lease_expires_at),
+            next_attempt_at: stamp(|r| r.next_attempt_at),
+            completed_at: stamp(|r| r.completed_at),
+            next,
+            sealed,
+            stored,
+            due,
+        }
+    }
+
+    /// Whether the write inserts a row.
+    pub fn inserts(&self) -> bool {
+        matches!(self.expect, Expect::Absent(_))
+    }
+
+    /// The receipt as written, when the write's clock read `now`.
+    pub fn written(&self, now: Timestamp) -> Receipt {
+        let mut r = self.next.clone();
+        r.updated_at = now;
+        if self.inserts() {
+            r.created_at = now;
+        }
+        r.lease_expires_at = self.lease_expires_at.resolve(now);
+        r.next_attempt_at = self.next_attempt_at.resolve(now);
+        r.completed_at = self.completed_at.resolve(now);
+        r
+    }
+}
+
+/// What became of one write.
+#[derive(Debug)]
+pub enum WriteOutcome {
+    /// Written, with the write's clock reading; committed before this is returned.
+    Written(Timestamp),
+    /// Not written: the row is not as expected. It is this now (`None`: there is none),
+    /// read at this clock reading.
+    Stale(Timestamp, Option<Box<super::driver::Row>>),
+    /// Not written: the caller's answer was due before the row could be had.
+    Late,
+}
