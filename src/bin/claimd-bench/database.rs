@@ -34,6 +34,18 @@ SELECT 'default', ?3, 'prefill-' || i, 'completed', 1, randomblob(32), randomblo
     ?4, ?4, ?4, randomblob(16)
 FROM s";
 
+const COUNT_RECEIPTS: &str = "SELECT count(*) FROM receipts WHERE key LIKE 'prefill-%'";
+const COUNT_BASELINE: &str = "SELECT count(*) FROM bench_receipts WHERE key LIKE 'prefill-%'";
+
+/// Checks that `table` holds at least the `n` prefilled rows (`count`), and says so.
+fn prefilled(n: u64, count: i64, table: &str) -> anyhow::Result<()> {
+    if u64::try_from(count).unwrap_or(0) < n {
+        anyhow::bail!("prefill: {table} holds {count} prefilled rows, not {n}");
+    }
+    eprintln!("prefill: {table} holds {count} prefilled rows");
+    Ok(())
+}
+
 /// A small pool for the bench's own PostgreSQL statements.
 pub struct Pg {
     pool: PgPool,
@@ -81,10 +93,15 @@ impl Pg {
             from = to + 1;
         }
         // Both tables start with their visibility map set and fresh statistics.
-        sqlx::raw_sql("VACUUM ANALYZE receipts; VACUUM ANALYZE bench_receipts")
-            .execute(&self.pool)
-            .await?;
-        Ok(())
+        // One statement each: several in one string would run as one transaction.
+        for vacuum in ["VACUUM ANALYZE receipts", "VACUUM ANALYZE bench_receipts"] {
+            sqlx::raw_sql(vacuum).execute(&self.pool).await?;
+        }
+        let count = |sql| sqlx::query_scalar::<_, i64>(sql).fetch_one(&self.pool);
+        let claimd = count(COUNT_RECEIPTS).await?;
+        let baseline = count(COUNT_BASELINE).await?;
+        prefilled(n, claimd, "receipts")?;
+        prefilled(n, baseline, "bench_receipts")
     }
 }
 
@@ -110,6 +127,9 @@ pub async fn prefill_sqlite(db: &Path, n: u64) -> anyhow::Result<()> {
         from = to + 1;
     }
     sqlx::raw_sql("ANALYZE").execute(&mut conn).await?;
+    let count: i64 = sqlx::query_scalar(COUNT_RECEIPTS)
+        .fetch_one(&mut conn)
+        .await?;
     conn.close().await?;
-    Ok(())
+    prefilled(n, count, "receipts")
 }

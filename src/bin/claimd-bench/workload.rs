@@ -3,9 +3,9 @@
 //! contract. A cycle is:
 //!
 //! - `new`: Claim of a never-seen key (CLAIMED, attempt 1), then Complete;
-//! - `duplicate`: Claim of one of [`POOL_KEYS`] keys completed in setup (COMPLETED, with
+//! - `duplicate`: Claim of one of [`pool_keys`] keys completed in setup (COMPLETED, with
 //!   the response stored then);
-//! - `inflight`: Claim of one of [`POOL_KEYS`] keys claimed in setup under a one-hour lease
+//! - `inflight`: Claim of one of [`pool_keys`] keys claimed in setup under a one-hour lease
 //!   (IN_FLIGHT);
 //! - `takeover`: Claim of a key claimed in setup under a 1 s lease (the shortest claimd
 //!   accepts) that has run out (CLAIMED, attempt 2), then Complete; each key once, so setup
@@ -24,8 +24,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// Keys prepared for `duplicate` and `inflight`, shared by the callers round-robin.
-pub const POOL_KEYS: usize = 1024;
+/// Keys prepared for `duplicate` and `inflight`, shared by the callers round-robin: 16
+/// per caller, at least 64 and at most 4096.
+pub fn pool_keys(callers: usize) -> usize {
+    (callers * 16).clamp(64, 4096)
+}
 /// The lease of a claim whose holder is working.
 pub const WORK_LEASE: Duration = Duration::from_secs(30);
 /// The lease `inflight` keys are held under.
@@ -100,7 +103,7 @@ pub async fn prepare(
     seed: u64,
 ) -> anyhow::Result<Plan> {
     let count = match workload {
-        Workload::Duplicate | Workload::Inflight => POOL_KEYS,
+        Workload::Duplicate | Workload::Inflight => pool_keys(callers),
         Workload::Takeover => takeover_keys,
         Workload::New | Workload::Mixed => 0,
     };
