@@ -62,7 +62,8 @@ pub struct Args {
     pub target: Option<String>,
 
     /// Most database connections of the SQL baseline's pool (and of the claimd started
-    /// here): min(callers, this).
+    /// here): min(callers, this). PostgreSQL's max_connections must allow twice this plus a
+    /// few.
     #[arg(long, default_value_t = 64)]
     pub pool_cap: usize,
 
@@ -205,7 +206,7 @@ impl Args {
         if self.callers.is_empty() || self.callers.contains(&0) {
             bail!("--callers needs positive numbers");
         }
-        if self.rounds == 0 || !(self.seconds > 0.0) {
+        if self.rounds == 0 || !self.seconds.is_finite() || self.seconds <= 0.0 {
             bail!("--rounds and --seconds must be positive");
         }
         if self.pool_cap == 0 || self.callers_per_channel == 0 {
