@@ -12,6 +12,7 @@ mod common;
 
 mod auth;
 mod auth_flood;
+mod bench;
 mod cli;
 mod client_guard;
 mod concurrency;

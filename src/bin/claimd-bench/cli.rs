@@ -1,0 +1,217 @@
+//! The command line of `claimd-bench` (clap derive): which store and workloads, how many
+//! callers, rounds and seconds, what claimd to drive (a child process or `--target`), and
+//! where the results go. Checks that need more than one flag live in [`Args::check`].
+
+use clap::{Parser, ValueEnum};
+use std::path::PathBuf;
+
+/// Measures claimd against the hand-written SQL a team would write instead.
+///
+/// For each callers value, each workload and each round, one timed round drives claimd over
+/// gRPC and one drives the SQL baseline (table `bench_receipts`, same PostgreSQL database),
+/// alternating which goes first. Callers run a closed loop, one tokio task each; claimd's
+/// callers share one gRPC channel (HTTP/2 connection) per `--callers-per-channel` (16) of
+/// them; the SQL callers share a pool of min(callers, --pool-cap) connections, and claimd
+/// (when started here) gets the same `--db-pool-size`. Every answer is checked against the
+/// contract; a wrong one is counted, printed (the first few) and makes the exit status 1.
+#[derive(Parser, Debug)]
+#[command(name = "claimd-bench", version)]
+pub struct Args {
+    /// The store claimd serves from: `postgres` (needs --database-url; the SQL baseline runs
+    /// on the same database) or `sqlite` (claimd's embedded store in a temporary directory;
+    /// no SQL baseline, its columns print "—").
+    #[arg(long, value_enum, default_value_t = StoreKind::Postgres)]
+    pub store: StoreKind,
+
+    /// PostgreSQL URL (`postgres://…`): claimd's database and the SQL baseline's. Required
+    /// with --store postgres.
+    #[arg(long)]
+    pub database_url: Option<String>,
+
+    /// Workloads, comma-separated: new, duplicate, inflight, mixed, takeover, or all.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
+    pub workload: Vec<WorkloadArg>,
+
+    /// Concurrent callers, comma-separated; each value is measured on its own.
+    #[arg(long, value_delimiter = ',', default_value = "1,4,16,64,256")]
+    pub callers: Vec<usize>,
+
+    /// Rounds per side, workload and callers value; the report shows medians over rounds.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+
+    /// Length of one timed round in seconds (setup before it is not timed).
+    #[arg(long, default_value_t = 5.0)]
+    pub seconds: f64,
+
+    /// Completed receipts put into claimd's `receipts` table and into `bench_receipts`
+    /// before measuring (keys `prefill-<n>`; PostgreSQL: one INSERT … SELECT from
+    /// generate_series, then VACUUM ANALYZE; SQLite: one INSERT … SELECT on the file,
+    /// before claimd starts). Rows already there are kept.
+    #[arg(long, default_value_t = 0)]
+    pub prefill: u64,
+
+    /// The claimd binary to start. Default: `claimd` next to this executable.
+    #[arg(long)]
+    pub claimd: Option<PathBuf>,
+
+    /// Drive an already running claimd at this address (host:port, plaintext, no API key)
+    /// instead of starting one; its RSS and CPU are not measured. With --store postgres,
+    /// --database-url must be the database it serves.
+    #[arg(long, conflicts_with = "claimd")]
+    pub target: Option<String>,
+
+    /// Most database connections of the SQL baseline's pool (and of the claimd started
+    /// here): min(callers, this). PostgreSQL's max_connections must allow twice this plus a
+    /// few.
+    #[arg(long, default_value_t = 64)]
+    pub pool_cap: usize,
+
+    /// claimd callers sharing one gRPC channel (one HTTP/2 connection), as an application
+    /// would share a client among request handlers.
+    #[arg(long, default_value_t = 16)]
+    pub callers_per_channel: usize,
+
+    /// Seed of the mixed workload's deliveries (default: random, printed).
+    #[arg(long)]
+    pub seed: Option<u64>,
+
+    /// Write one CSV row per store, workload, callers value and side, with every median.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+
+    /// Write a PNG: throughput and p99 against callers (log scale), claimd vs SQL, one row
+    /// of panels per workload.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+
+    /// A TrueType font for the plot's text. Default: the first `.ttf` found under the
+    /// system font directories (DejaVu Sans preferred).
+    #[arg(long)]
+    pub plot_font: Option<PathBuf>,
+}
+
+/// The store claimd serves from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StoreKind {
+    /// A PostgreSQL database (`--database-url`), shared with the SQL baseline.
+    Postgres,
+    /// claimd's embedded SQLite store.
+    Sqlite,
+}
+
+impl StoreKind {
+    /// The name in the report.
+    pub fn label(self) -> &'static str {
+        match self {
+            StoreKind::Postgres => "postgres",
+            StoreKind::Sqlite => "sqlite",
+        }
+    }
+}
+
+/// A workload as named on the command line (`all` expands to every one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum WorkloadArg {
+    /// Every workload below.
+    All,
+    /// Claim a never-seen key, then Complete it.
+    New,
+    /// Claim a completed key: COMPLETED with the stored response.
+    Duplicate,
+    /// Claim a key held under a long lease: IN_FLIGHT.
+    Inflight,
+    /// Events delivered 1–4 times, some failing into Retry and delivered again.
+    Mixed,
+    /// Claim a key whose 1 s lease ran out (CLAIMED, attempt 2), then Complete it.
+    Takeover,
+}
+
+/// One workload to measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Workload {
+    /// See [`WorkloadArg::New`].
+    New,
+    /// See [`WorkloadArg::Duplicate`].
+    Duplicate,
+    /// See [`WorkloadArg::Inflight`].
+    Inflight,
+    /// See [`WorkloadArg::Mixed`].
+    Mixed,
+    /// See [`WorkloadArg::Takeover`].
+    Takeover,
+}
+
+impl Workload {
+    /// Every workload, in report order.
+    pub const ALL: [Workload; 5] = [
+        Workload::New,
+        Workload::Duplicate,
+        Workload::Inflight,
+        Workload::Mixed,
+        Workload::Takeover,
+    ];
+
+    /// The name in the report and the CSV.
+    pub fn label(self) -> &'static str {
+        match self {
+            Workload::New => "new",
+            Workload::Duplicate => "duplicate",
+            Workload::Inflight => "inflight",
+            Workload::Mixed => "mixed",
+            Workload::Takeover => "takeover",
+        }
+    }
+}
+
+impl Args {
+    /// The workloads asked for, each once, in report order.
+    pub fn workloads(&self) -> Vec<Workload> {
+        let wanted = |w: Workload| {
+            self.workload.iter().any(|a| {
+                *a == WorkloadArg::All
+                    || matches!(
+                        (a, w),
+                        (WorkloadArg::New, Workload::New)
+                            | (WorkloadArg::Duplicate, Workload::Duplicate)
+                            | (WorkloadArg::Inflight, Workload::Inflight)
+                            | (WorkloadArg::Mixed, Workload::Mixed)
+                            | (WorkloadArg::Takeover, Workload::Takeover)
+                    )
+            })
+        };
+        Workload::ALL.into_iter().filter(|w| wanted(*w)).collect()
+    }
+
+    /// Whether the flags make sense together.
+    pub fn check(&self) -> anyhow::Result<()> {
+        use anyhow::bail;
+        match (self.store, &self.database_url) {
+            (StoreKind::Postgres, None) => {
+                bail!("--store postgres needs --database-url postgres://…")
+            }
+            (StoreKind::Postgres, Some(url)) if !url.starts_with("postgres") => {
+                bail!("--database-url must be a postgres:// URL")
+            }
+            (StoreKind::Sqlite, Some(_)) => {
+                bail!("--store sqlite uses claimd's embedded store: drop --database-url")
+            }
+            _ => {}
+        }
+        if self.store == StoreKind::Sqlite && self.target.is_some() && self.prefill > 0 {
+            bail!(
+                "--prefill with --store sqlite writes the file before claimd starts: not with --target"
+            );
+        }
+        if self.callers.is_empty() || self.callers.contains(&0) {
+            bail!("--callers needs positive numbers");
+        }
+        if self.rounds == 0 || !self.seconds.is_finite() || self.seconds <= 0.0 {
+            bail!("--rounds and --seconds must be positive");
+        }
+        if self.pool_cap == 0 || self.callers_per_channel == 0 {
+            bail!("--pool-cap and --callers-per-channel must be positive");
+        }
+        Ok(())
+    }
+}

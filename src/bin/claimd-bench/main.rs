@@ -1,0 +1,225 @@
+//! `claimd-bench`: claimd's own benchmark (see `claimd-bench --help`). It drives N
+//! concurrent callers in a closed loop over real gRPC against a claimd it starts as a child
+//! process (or `--target`), and the same workload as hand-written SQL against the same
+//! PostgreSQL database, alternating rounds; checks every answer against the contract; and
+//! reports medians over rounds of throughput, latency percentiles, claimd's RSS and CPU,
+//! WAL bytes per cycle and the claimd/SQL ratios, as a table, a CSV file and a PNG plot.
+//!
+//! This file owns the run: flags → claimd (restarted per callers value with a pool of
+//! min(callers, --pool-cap) connections) and the sides → the rounds in order → the report.
+//! Exit status: 0 when every answer was right, 1 when any was wrong (they are printed and
+//! never counted as cycles), 2 when the run itself failed.
+
+mod cli;
+mod database;
+mod grpc;
+mod mixed;
+mod plot;
+mod procstat;
+mod report;
+mod round;
+mod runner;
+mod server;
+mod side;
+mod sql;
+mod workload;
+
+use clap::Parser;
+use cli::{Args, StoreKind, Workload};
+use database::Pg;
+use grpc::GrpcSide;
+use server::{Claimd, Launch};
+use side::{Side, SideKind};
+use sql::SqlSide;
+use std::collections::HashMap;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Errors printed per round at most.
+const PRINT_ERRORS: usize = 5;
+/// Takeover keys prepared per caller per second of round when nothing better is known.
+const GUESS_RATE_PER_CALLER: f64 = 400.0;
+/// Most takeover keys prepared for one round.
+const MAX_TAKEOVER_KEYS: usize = 2_000_000;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match run(Args::parse()).await {
+        Ok(0) => ExitCode::SUCCESS,
+        Ok(wrong) => {
+            eprintln!("claimd-bench: {wrong} wrong answers (see above); exit status 1");
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("claimd-bench: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The whole run; the number of wrong answers.
+async fn run(args: Args) -> anyhow::Result<u64> {
+    args.check()?;
+    let workloads = args.workloads();
+    let seed = args.seed.unwrap_or_else(rand::random);
+    let run_id = format!("{:08x}", rand::random::<u32>());
+    let pg = match &args.database_url {
+        Some(url) => Some(Pg::connect(url).await?),
+        None => None,
+    };
+    if let Some(pg) = &pg {
+        pg.create_baseline().await?;
+    }
+    let work = tempfile::Builder::new().prefix("claimd-bench-").tempdir()?;
+    let launch = match &args.target {
+        Some(_) => None,
+        None => Some(Launch {
+            binary: Launch::default_binary(args.claimd.clone())?,
+            store: args.store,
+            database_url: args.database_url.clone(),
+            data_dir: work.path().join("data"),
+            log: work.path().join("claimd.log"),
+            seal_key: Launch::random_seal_key(),
+        }),
+    };
+    eprintln!(
+        "claimd-bench: run {run_id}, seed {seed}, store {}, {} s rounds x {}",
+        args.store.label(),
+        args.seconds,
+        args.rounds
+    );
+    prefill(&args, launch.as_ref(), pg.as_ref()).await?;
+
+    let mut all = Vec::new();
+    let mut wrong = 0u64;
+    let mut rates: HashMap<(SideKind, usize, Workload), f64> = HashMap::new();
+    for &callers in &args.callers {
+        let pool = callers.min(args.pool_cap);
+        let child = match &launch {
+            Some(launch) => Some(Claimd::start(launch, pool).await?),
+            None => None,
+        };
+        let addr = match (&child, &args.target) {
+            (Some(c), _) => c.addr.clone(),
+            (None, Some(target)) => target.clone(),
+            (None, None) => unreachable!("either a child or a target"),
+        };
+        let grpc = GrpcSide::connect(&addr, callers, args.callers_per_channel).await?;
+        let mut sides = vec![Side::Claimd(grpc)];
+        if let Some(url) = &args.database_url {
+            sides.push(Side::Sql(SqlSide::connect(url, pool).await?));
+        }
+        eprintln!(
+            "callers {callers}: {} gRPC channel(s), pool {pool} connection(s)",
+            callers.div_ceil(args.callers_per_channel)
+        );
+        let ctx = round::Context {
+            store: args.store.label(),
+            pg: pg.as_ref(),
+            claimd_pid: child.as_ref().map(Claimd::pid),
+            length: Duration::from_secs_f64(args.seconds),
+            run: &run_id,
+            seed,
+        };
+        for &workload in &workloads {
+            for r in 0..args.rounds {
+                let mut order: Vec<&Side> = sides.iter().collect();
+                if r % 2 == 1 {
+                    order.reverse();
+                }
+                for side in order {
+                    let kind = side.kind();
+                    let keys = takeover_keys(&rates, kind, callers, args.seconds);
+                    let out = round::measure(&ctx, side, workload, callers, r, keys).await?;
+                    let m = &out.measured;
+                    let rate_key = (kind, callers, workload);
+                    rates.insert(rate_key, m.throughput);
+                    eprintln!(
+                        "  {} {:<9} callers {callers:>3} round {}/{} {:<6} {:>8.0} cycles/s \
+                         p99 {:>7.2} ms{}{}",
+                        ctx.store,
+                        workload.label(),
+                        r + 1,
+                        args.rounds,
+                        kind.label(),
+                        m.throughput,
+                        m.p99_ms,
+                        if out.ran_out {
+                            format!(
+                                " (prepared keys ran out: {} cycles in {:.1} s)",
+                                out.cycles,
+                                out.elapsed.as_secs_f64()
+                            )
+                        } else {
+                            String::new()
+                        },
+                        if m.errors > 0 {
+                            format!(" — {} WRONG", m.errors)
+                        } else {
+                            String::new()
+                        },
+                    );
+                    for e in out.first_errors.iter().take(PRINT_ERRORS) {
+                        eprintln!("    wrong: {e}");
+                    }
+                    wrong += m.errors;
+                    all.push(out.measured);
+                }
+            }
+        }
+        if let Some(child) = child {
+            child.stop().await?;
+        }
+    }
+
+    let rows = report::summarize(&all);
+    println!(
+        "claimd-bench: store {}, medians of {} round(s) of {} s; ratios are claimd / SQL; \
+         RSS and CPU are claimd's (CPU in % of one core)",
+        args.store.label(),
+        args.rounds,
+        args.seconds
+    );
+    print!("{}", report::table(&rows));
+    if let Some(path) = &args.csv {
+        report::write_csv(path, &rows)?;
+    }
+    if let Some(path) = &args.plot {
+        plot::draw(path, &rows, args.plot_font.as_deref())?;
+    }
+    Ok(wrong)
+}
+
+/// `--prefill`: migrate (unless `--target`), then fill claimd's table and the baseline's.
+async fn prefill(args: &Args, launch: Option<&Launch>, pg: Option<&Pg>) -> anyhow::Result<()> {
+    if args.prefill == 0 {
+        return Ok(());
+    }
+    if let Some(launch) = launch {
+        launch.migrate()?;
+    }
+    match (args.store, launch, pg) {
+        (StoreKind::Sqlite, Some(launch), _) => {
+            database::prefill_sqlite(&launch.data_dir.join("claimd.db"), args.prefill).await
+        }
+        (StoreKind::Postgres, _, Some(pg)) => pg.prefill(args.prefill).await,
+        _ => Ok(()),
+    }
+}
+
+/// How many takeover keys to prepare: the side's last measured rate at these callers
+/// (takeover's, else new's) over a round, with half again as many to spare.
+fn takeover_keys(
+    rates: &HashMap<(SideKind, usize, Workload), f64>,
+    side: SideKind,
+    callers: usize,
+    seconds: f64,
+) -> usize {
+    let rate = rates
+        .get(&(side, callers, Workload::Takeover))
+        .or_else(|| rates.get(&(side, callers, Workload::New)))
+        .copied()
+        .unwrap_or(GUESS_RATE_PER_CALLER * callers as f64);
+    let keys = (rate * seconds * 1.5) as usize + 100;
+    keys.min(MAX_TAKEOVER_KEYS)
+}

@@ -1,0 +1,75 @@
+//! What the claimd process costs during a round, from Linux's `/proc`: CPU time
+//! (utime + stime of `/proc/PID/stat`, in clock ticks) and the peak resident set, sampled
+//! from `VmRSS` in `/proc/PID/status` every 100 ms by a background task.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// How often the RSS is sampled.
+const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+
+/// User plus system CPU time of `pid` so far, in seconds.
+pub fn cpu_seconds(pid: u32) -> anyhow::Result<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // The command name (field 2) may hold spaces; the fields after its ')' start at 3.
+    let rest = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .ok_or_else(|| anyhow::anyhow!("unexpected /proc/{pid}/stat"))?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let field = |n: usize| -> anyhow::Result<u64> {
+        let text = fields.get(n - 3).copied().unwrap_or("");
+        text.parse()
+            .map_err(|_| anyhow::anyhow!("field {n} of /proc/{pid}/stat: {text:?}"))
+    };
+    let ticks = field(14)? + field(15)?;
+    Ok(ticks as f64 / ticks_per_second())
+}
+
+/// The kernel's clock ticks per second (`USER_HZ`).
+fn ticks_per_second() -> f64 {
+    // SAFETY: sysconf only reads a configuration value.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 { hz as f64 } else { 100.0 }
+}
+
+/// The resident set of `pid` now, in KiB (`None` once the process is gone).
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A background task keeping the peak RSS of one process until stopped.
+pub struct RssSampler {
+    stop: Arc<AtomicBool>,
+    peak: Arc<AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RssSampler {
+    /// Starts sampling `pid` now.
+    pub fn start(pid: u32) -> RssSampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let peak = Arc::new(AtomicU64::new(rss_kib(pid).unwrap_or(0)));
+        let (s, p) = (stop.clone(), peak.clone());
+        let task = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(SAMPLE_EVERY);
+            while !s.load(Ordering::Relaxed) {
+                tick.tick().await;
+                if let Some(kib) = rss_kib(pid) {
+                    p.fetch_max(kib, Ordering::Relaxed);
+                }
+            }
+        });
+        RssSampler { stop, peak, task }
+    }
+
+    /// Stops sampling; the peak in KiB.
+    pub async fn stop(self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.task.await;
+        self.peak.load(Ordering::Relaxed)
+    }
+}

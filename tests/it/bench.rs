@@ -1,0 +1,206 @@
+//! `claimd-bench`, the benchmark binary, as a smoke test: every workload for one short
+//! round (`--seconds 1 --rounds 1 --callers 2`) against claimd on a fresh database of the
+//! harness's PostgreSQL, with the SQL baseline beside it, and once on the embedded SQLite
+//! store. The bench checks every answer against the contract, so it must exit 0 and write
+//! its CSV with the claimd/SQL ratio columns. A claimd whose policy makes a takeover
+//! answer QUARANTINED must make it exit 1: a wrong answer fails the run. Timings are never
+//! asserted.
+
+use crate::common::pg;
+use crate::common::process::{self, Claimd};
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// The workloads, as the CSV names them.
+const WORKLOADS: [&str; 5] = ["new", "duplicate", "inflight", "mixed", "takeover"];
+
+/// `claimd-bench` with the short run's flags and none of the test's `CLAIMD_*` variables.
+fn bench() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_claimd-bench"));
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("CLAIMD_") {
+            cmd.env_remove(name);
+        }
+    }
+    cmd.args(["--seconds", "1", "--rounds", "1", "--callers", "2"]);
+    cmd
+}
+
+/// Runs `cmd` to the end off the async runtime.
+async fn output(mut cmd: Command) -> Output {
+    let run = tokio::task::spawn_blocking(move || cmd.output());
+    run.await
+        .expect("the runner thread")
+        .expect("claimd-bench starts")
+}
+
+/// The CSV at `path` as header names and rows of fields.
+fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
+    let text = std::fs::read_to_string(path).expect("the bench wrote its CSV");
+    let mut lines = text
+        .lines()
+        .map(|l| l.split(',').map(str::to_owned).collect());
+    let header: Vec<String> = lines.next().expect("a header line");
+    (header, lines.collect())
+}
+
+/// Field `name` of `row`.
+fn field<'a>(header: &[String], row: &'a [String], name: &str) -> &'a str {
+    let i = header.iter().position(|h| h == name);
+    let i = i.unwrap_or_else(|| panic!("the CSV has no column {name}: {header:?}"));
+    &row[i]
+}
+
+/// Asserts the run succeeded, showing what it printed if not.
+fn assert_success(out: &Output) {
+    assert!(
+        out.status.success(),
+        "claimd-bench failed ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_workload_gets_right_answers_from_claimd_and_the_sql_baseline_on_postgres() {
+    let url = pg::fresh_database().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let csv = dir.path().join("bench.csv");
+    let mut cmd = bench();
+    cmd.args([
+        "--database-url",
+        &url,
+        "--workload",
+        "all",
+        "--prefill",
+        "1000",
+    ])
+    .arg("--csv")
+    .arg(&csv);
+    let out = output(cmd).await;
+    assert_success(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("thr/SQL"),
+        "no ratio in the table:\n{stdout}"
+    );
+
+    let (header, rows) = read_csv(&csv);
+    assert_eq!(
+        rows.len(),
+        2 * WORKLOADS.len(),
+        "one row per workload and side"
+    );
+    for workload in WORKLOADS {
+        for side in ["claimd", "sql"] {
+            let row = rows
+                .iter()
+                .find(|r| {
+                    field(&header, r, "workload") == workload && field(&header, r, "side") == side
+                })
+                .unwrap_or_else(|| panic!("no {workload}/{side} row in {rows:?}"));
+            assert_eq!(field(&header, row, "store"), "postgres");
+            assert_eq!(field(&header, row, "errors"), "0");
+            let wal = field(&header, row, "wal_bytes_per_cycle");
+            assert!(wal.parse::<f64>().is_ok(), "{workload}/{side}: WAL {wal:?}");
+            let ratio = field(&header, row, "throughput_ratio");
+            if side == "claimd" {
+                let ratio: f64 = ratio.parse().expect("a ratio on claimd's row");
+                assert!(ratio > 0.0, "{workload}: throughput ratio {ratio}");
+                let p99: f64 = field(&header, row, "p99_ratio")
+                    .parse()
+                    .expect("a p99 ratio");
+                assert!(p99 > 0.0, "{workload}: p99 ratio {p99}");
+                let rss = field(&header, row, "rss_peak_mib");
+                assert!(
+                    rss.parse::<f64>().is_ok_and(|m| m > 0.0),
+                    "{workload}: RSS {rss:?}"
+                );
+            } else {
+                assert_eq!(ratio, "", "no ratio on the baseline's own row");
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_workload_gets_right_answers_from_claimd_on_sqlite() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let csv = dir.path().join("bench.csv");
+    let mut cmd = bench();
+    cmd.args([
+        "--store",
+        "sqlite",
+        "--workload",
+        "all",
+        "--prefill",
+        "1000",
+    ])
+    .arg("--csv")
+    .arg(&csv);
+    let out = output(cmd).await;
+    assert_success(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("thr/SQL"),
+        "no ratio column in the table:\n{stdout}"
+    );
+
+    let (header, rows) = read_csv(&csv);
+    assert_eq!(rows.len(), WORKLOADS.len(), "one claimd row per workload");
+    assert!(header.iter().any(|h| h == "throughput_ratio"));
+    for (row, workload) in rows.iter().zip(WORKLOADS) {
+        assert_eq!(field(&header, row, "workload"), workload);
+        assert_eq!(field(&header, row, "store"), "sqlite");
+        assert_eq!(field(&header, row, "side"), "claimd");
+        assert_eq!(field(&header, row, "errors"), "0");
+        // No SQL baseline on the embedded store: no ratio.
+        assert_eq!(field(&header, row, "throughput_ratio"), "");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_answer_makes_the_bench_exit_1() {
+    // With one attempt allowed, claimd quarantines an expired lease at the next Claim
+    // instead of handing it over: the takeover workload's "CLAIMED, attempt 2" is wrong.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "[namespaces.\"bench\"]\nmax_attempts = 1\n").expect("policy");
+    let addr = process::free_addr();
+    let mut server = process::claimd();
+    server
+        .args([
+            "serve",
+            "--listen",
+            &addr.to_string(),
+            "--metrics-listen",
+            "off",
+        ])
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .arg("--config")
+        .arg(&policy);
+    let _claimd = Claimd::start(server, addr).await;
+
+    let mut cmd = bench();
+    cmd.args([
+        "--store",
+        "sqlite",
+        "--workload",
+        "takeover",
+        "--target",
+        &addr.to_string(),
+    ]);
+    let out = output(cmd).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "exit status for wrong answers:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("Quarantined") && stderr.contains("want Claimed"),
+        "the wrong answers are printed:\n{stderr}"
+    );
+}
