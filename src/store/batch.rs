@@ -124,3 +124,43 @@ fn take(waiting: &mut VecDeque<Job>, size: usize) -> Vec<Job> {
     *waiting = later;
     batch
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(tenant: &str, key: &str) -> Job {
+        let id = ReceiptKey {
+            namespace: "ns".into(),
+            key: key.into(),
+        };
+        let (reply, _) = oneshot::channel();
+        Job::new(tenant, &id, Op::Redrive, None, reply, &Recent::default())
+    }
+
+    fn names(jobs: &[Job]) -> Vec<String> {
+        jobs.iter()
+            .map(|j| format!("{}/{}", j.tenant, j.id.key))
+            .collect()
+    }
+
+    #[test]
+    fn a_batch_takes_one_job_per_row_in_arrival_order_and_leaves_the_rest_queued() {
+        let mut waiting: VecDeque<Job> = [
+            job("a", "1"),
+            job("a", "2"),
+            job("a", "1"),
+            job("b", "1"),
+            job("a", "3"),
+            job("a", "2"),
+        ]
+        .into();
+        let batch = take(&mut waiting, 3);
+        assert_eq!(names(&batch), ["a/1", "a/2", "b/1"]);
+        let rest: Vec<Job> = waiting.drain(..).collect();
+        assert_eq!(names(&rest), ["a/1", "a/3", "a/2"]);
+        let mut waiting: VecDeque<Job> = rest.into();
+        assert_eq!(names(&take(&mut waiting, 8)), ["a/1", "a/3", "a/2"]);
+        assert!(waiting.is_empty());
+    }
+}

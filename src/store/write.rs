@@ -243,3 +243,6 @@ pub enum WriteOutcome {
     /// Not written: the caller's answer was due before the row could be had.
     Late,
 }
+
+#[cfg(test)]
+mod tests;
