@@ -1,9 +1,10 @@
 //! A batch's reads and writes in SQLite: the reads on one reader connection; the writes in
 //! one `BEGIN IMMEDIATE` transaction on the single writer, so a batch costs one commit (one
-//! fsync) however many writes it holds. Inside it each write reads its row, checks it is
-//! still at the version the write was decided from (the writer's lock holds it there), and
-//! writes with the clock read after the lock was had; a write whose caller's answer is due
-//! by then is not made.
+//! fsync) however many writes it holds. Inside it each write is one statement that applies
+//! only while the row is absent (an insert, `ON CONFLICT DO NOTHING`) or still at the
+//! version the write was decided from (an update); only a write that did not apply reads
+//! the row, to report it. The clock is read once the write lock is had; a write whose
+//! caller's answer is due by then is not made.
 
 use super::rows::fetch;
 use super::{SqliteDriver, interpret, micros};
@@ -18,10 +19,13 @@ use tokio::time::Instant;
 const INSERT: &str = "INSERT INTO receipts (tenant_id, namespace, key, state, attempt,
     free_attempts, claim_token, lease_expires_at, next_attempt_at, updated_at, completed_at,
     last_error, checkpoint, response, recovery_payload, fingerprint, created_at, life_id)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?13, ?14, ?15, ?16, ?17, ?18, ?19)";
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?13, ?14, ?15, ?16, ?17, ?18, ?19)
+    ON CONFLICT (tenant_id, namespace, key) DO NOTHING";
 
 /// An update: the holder columns `?1`–`?11`, and each sealed column whose bit is set in
-/// `?12` (last error, checkpoint, response, recovery payload) to `?13`–`?16`.
+/// `?12` (last error, checkpoint, response, recovery payload) to `?13`–`?16`; only while the
+/// row is at the version `?17`–`?23` (and, when `?24` is set, its sealed columns are
+/// `?25`–`?28`).
 const UPDATE: &str = "UPDATE receipts SET state = ?4, attempt = ?5, free_attempts = ?6,
     claim_token = ?7, lease_expires_at = ?8, next_attempt_at = ?9, updated_at = ?10,
     completed_at = ?11,
@@ -29,7 +33,11 @@ const UPDATE: &str = "UPDATE receipts SET state = ?4, attempt = ?5, free_attempt
     checkpoint = CASE WHEN ?12 & 2 THEN ?14 ELSE checkpoint END,
     response = CASE WHEN ?12 & 4 THEN ?15 ELSE response END,
     recovery_payload = CASE WHEN ?12 & 8 THEN ?16 ELSE recovery_payload END
-    WHERE tenant_id = ?1 AND namespace = ?2 AND key = ?3";
+    WHERE tenant_id = ?1 AND namespace = ?2 AND key = ?3
+      AND life_id IS ?17 AND claim_token IS ?18 AND state = ?19 AND attempt = ?20
+      AND free_attempts = ?21 AND updated_at = ?22 AND lease_expires_at IS ?23
+      AND (NOT ?24 OR (last_error IS ?25 AND checkpoint IS ?26 AND response IS ?27
+                       AND recovery_payload IS ?28))";
 
 /// Binds `r`'s holder columns (`?1`–`?11`) to `sql`.
 fn holder_columns<'q>(
@@ -82,17 +90,7 @@ impl SqliteDriver {
                 outcomes.push(WriteOutcome::Late);
                 continue;
             }
-            let current = fetch(&mut tx, &w.tenant, &w.next.id).await?;
             let now = self.clock.now();
-            let applies = match (&w.expect, &current) {
-                (Expect::Absent(_), None) => true,
-                (Expect::Row(version), Some((r, blobs))) => version.matches(r, blobs),
-                _ => false,
-            };
-            if !applies {
-                outcomes.push(WriteOutcome::Stale(now, current.map(Box::new)));
-                continue;
-            }
             let r = w.written(now);
             let s = &w.sealed;
             let query = match &w.expect {
@@ -105,7 +103,7 @@ impl SqliteDriver {
                     .bind(r.fingerprint.clone())
                     .bind(micros(r.created_at))
                     .bind(life.to_vec()),
-                Expect::Row(_) => {
+                Expect::Row(v) => {
                     let sets = [
                         &s.last_error,
                         &s.checkpoint,
@@ -115,16 +113,34 @@ impl SqliteDriver {
                     let mask = (0..4)
                         .filter(|&bit| sets[bit].is_some())
                         .map(|bit| 1_i64 << bit);
+                    let was = v.sealed.clone().unwrap_or_default();
                     holder_columns(UPDATE, &w.tenant, &r)
                         .bind(mask.sum::<i64>())
                         .bind(s.last_error.clone().flatten())
                         .bind(s.checkpoint.clone().flatten())
                         .bind(s.response.clone().flatten())
                         .bind(s.recovery_payload.clone().flatten())
+                        .bind(v.life_id.clone())
+                        .bind(v.claim_token)
+                        .bind(v.state.as_str())
+                        .bind(i64::from(v.attempt))
+                        .bind(i64::from(v.free_attempts))
+                        .bind(micros(v.updated_at))
+                        .bind(v.lease_expires_at.map(micros))
+                        .bind(v.sealed.is_some())
+                        .bind(was.last_error)
+                        .bind(was.checkpoint)
+                        .bind(was.response)
+                        .bind(was.recovery_payload)
                 }
             };
-            query.execute(&mut *tx).await.map_err(interpret)?;
-            outcomes.push(WriteOutcome::Written(now));
+            let done = query.execute(&mut *tx).await.map_err(interpret)?;
+            if done.rows_affected() == 1 {
+                outcomes.push(WriteOutcome::Written(now));
+            } else {
+                let current = fetch(&mut tx, &w.tenant, &w.next.id).await?;
+                outcomes.push(WriteOutcome::Stale(now, current.map(Box::new)));
+            }
         }
         tx.commit().await.map_err(interpret)?;
         Ok(outcomes)
