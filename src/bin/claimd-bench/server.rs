@@ -150,6 +150,8 @@ impl Claimd {
         self.child.id()
     }
 
+    /// Polls health until SERVING; an error with the log's tail if claimd exits first or
+    /// takes longer than [`PATIENCE`].
     async fn wait_until_serving(&mut self) -> anyhow::Result<()> {
         let deadline = Instant::now() + PATIENCE;
         loop {
