@@ -13,7 +13,15 @@ use std::path::PathBuf;
 /// callers share one gRPC channel (HTTP/2 connection) per `--callers-per-channel` (16) of
 /// them; the SQL callers share a pool of min(callers, --pool-cap) connections, and claimd
 /// (when started here) gets the same `--db-pool-size`. Every answer is checked against the
-/// contract; a wrong one is counted, printed (the first few) and makes the exit status 1.
+/// contract; a wrong one is counted, printed (the first few) and makes the exit status 1
+/// (2: the run itself failed).
+///
+/// The SQL baseline runs the cheapest statements that pass each workload's checks:
+/// `INSERT … ON CONFLICT DO NOTHING` (plus one `SELECT` on a conflict) for new, duplicate
+/// and inflight; `ON CONFLICT DO UPDATE … WHERE` the lease ran out or the retry is due for
+/// takeover and mixed; a token-fenced `UPDATE` for Complete and Retry. It seals nothing
+/// and keeps no attempt budget. The bench, claimd and (usually) PostgreSQL share the
+/// machine's cores: compare sides of one run, not runs of different machines.
 #[derive(Parser, Debug)]
 #[command(name = "claimd-bench", version)]
 pub struct Args {

@@ -13,6 +13,7 @@ use std::path::Path;
 /// Rows per prefill statement (one transaction each).
 const PREFILL_BATCH: u64 = 1_000_000;
 
+/// Completed rows in claimd's PostgreSQL table, keys `prefill-$2` to `prefill-$3`.
 const PREFILL_RECEIPTS: &str = "INSERT INTO receipts (tenant_id, namespace, key, state, attempt,
     fingerprint, claim_token, created_at, updated_at, completed_at, life_id)
 SELECT 'default', $1, 'prefill-' || i, 'completed', 1, sha256(('prefill-' || i)::bytea),
@@ -20,12 +21,14 @@ SELECT 'default', $1, 'prefill-' || i, 'completed', 1, sha256(('prefill-' || i):
 FROM generate_series($2::bigint, $3::bigint) AS i
 ON CONFLICT DO NOTHING";
 
+/// The same keys in the SQL baseline's table.
 const PREFILL_BASELINE: &str =
     "INSERT INTO bench_receipts (key, fingerprint, token, state, attempt)
 SELECT 'prefill-' || i, sha256(('prefill-' || i)::bytea), gen_random_uuid(), 'completed', 1
 FROM generate_series($1::bigint, $2::bigint) AS i
 ON CONFLICT DO NOTHING";
 
+/// Completed rows in claimd's SQLite table (times in microseconds, as claimd stores them).
 const PREFILL_SQLITE: &str =
     "WITH RECURSIVE s(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM s WHERE i < ?2)
 INSERT OR IGNORE INTO receipts (tenant_id, namespace, key, state, attempt, fingerprint,
@@ -34,7 +37,9 @@ SELECT 'default', ?3, 'prefill-' || i, 'completed', 1, randomblob(32), randomblo
     ?4, ?4, ?4, randomblob(16)
 FROM s";
 
+/// Prefilled rows in claimd's table.
 const COUNT_RECEIPTS: &str = "SELECT count(*) FROM receipts WHERE key LIKE 'prefill-%'";
+/// Prefilled rows in the baseline's table.
 const COUNT_BASELINE: &str = "SELECT count(*) FROM bench_receipts WHERE key LIKE 'prefill-%'";
 
 /// Checks that `table` holds at least the `n` prefilled rows (`count`), and says so.

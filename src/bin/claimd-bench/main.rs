@@ -37,10 +37,12 @@ use std::time::Duration;
 
 /// Errors printed per round at most.
 const PRINT_ERRORS: usize = 5;
-/// Takeover keys prepared per caller per second of round when nothing better is known.
-const GUESS_RATE_PER_CALLER: f64 = 400.0;
+/// Takeover cycles per second per caller assumed when nothing has been measured yet.
+const GUESS_RATE_PER_CALLER: f64 = 200.0;
+/// ... and at most this many in all.
+const GUESS_RATE_MAX: f64 = 2000.0;
 /// Most takeover keys prepared for one round.
-const MAX_TAKEOVER_KEYS: usize = 2_000_000;
+const MAX_TAKEOVER_KEYS: usize = 500_000;
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -208,18 +210,26 @@ async fn prefill(args: &Args, launch: Option<&Launch>, pg: Option<&Pg>) -> anyho
 }
 
 /// How many takeover keys to prepare: the side's last measured rate at these callers
-/// (takeover's, else new's) over a round, with half again as many to spare.
+/// (takeover's, else new's, else the best it reached at any callers value, else a modest
+/// guess) over a round, with half again as many to spare. Too few only ends the round
+/// early (and says so); too many only makes the untimed setup longer.
 fn takeover_keys(
     rates: &HashMap<(SideKind, usize, Workload), f64>,
     side: SideKind,
     callers: usize,
     seconds: f64,
 ) -> usize {
+    let best = rates
+        .iter()
+        .filter(|((s, _, w), _)| *s == side && matches!(w, Workload::New | Workload::Takeover))
+        .map(|(_, rate)| *rate)
+        .reduce(f64::max);
     let rate = rates
         .get(&(side, callers, Workload::Takeover))
         .or_else(|| rates.get(&(side, callers, Workload::New)))
         .copied()
-        .unwrap_or(GUESS_RATE_PER_CALLER * callers as f64);
+        .or(best)
+        .unwrap_or((GUESS_RATE_PER_CALLER * callers as f64).min(GUESS_RATE_MAX));
     let keys = (rate * seconds * 1.5) as usize + 100;
     keys.min(MAX_TAKEOVER_KEYS)
 }

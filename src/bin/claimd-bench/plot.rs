@@ -101,6 +101,7 @@ fn panel(
     }
     chart
         .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()

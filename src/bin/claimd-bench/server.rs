@@ -3,12 +3,14 @@
 //! payloads sealed under a random key passed in `CLAIMD_SEAL_KEYS`) or `--data-dir` (the
 //! embedded SQLite store, which makes its own seal key), with no other `CLAIMD_*` variable
 //! inherited, its output appended to a log file; ready once health answers SERVING for
-//! `claimd.v1.ClaimService`; stopped with SIGTERM (SIGKILL after 15 s, and on drop).
+//! `claimd.v1.ClaimService`; stopped with SIGTERM (SIGKILL after 30 s; killed on drop, and
+//! sent SIGTERM by the kernel if this process dies first).
 
 use crate::cli::StoreKind;
 use anyhow::{Context, bail};
 use base64::Engine;
 use std::fs::OpenOptions;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -121,10 +123,19 @@ impl Claimd {
             "--db-pool-size",
             &pool,
         ];
-        let child = launch
-            .command(&args)?
-            .spawn()
-            .context("cannot start claimd")?;
+        let mut cmd = launch.command(&args)?;
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                // claimd gets SIGTERM if this process dies without stopping it (a signal, a
+                // panic), so no benchmark server outlives its run.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().context("cannot start claimd")?;
         let mut claimd = Claimd {
             child,
             addr,
@@ -139,6 +150,8 @@ impl Claimd {
         self.child.id()
     }
 
+    /// Polls health until SERVING; an error with the log's tail if claimd exits first or
+    /// takes longer than [`PATIENCE`].
     async fn wait_until_serving(&mut self) -> anyhow::Result<()> {
         let deadline = Instant::now() + PATIENCE;
         loop {

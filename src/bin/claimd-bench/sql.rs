@@ -30,12 +30,14 @@ pub const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS bench_receipts (
     response         bytea
 )";
 
+/// Claim without takeover: a row only for a new key; `attempt` back if inserted.
 const CLAIM_INSERT: &str =
     "INSERT INTO bench_receipts (key, fingerprint, token, state, attempt, lease_expires_at)
 VALUES ($1, $2, $3, 'processing', 1, now() + make_interval(secs => $4))
 ON CONFLICT (key) DO NOTHING
 RETURNING attempt";
 
+/// Claim with takeover of an expired lease or a due retry (same fingerprint only).
 const CLAIM_TAKEOVER: &str =
     "INSERT INTO bench_receipts AS r (key, fingerprint, token, state, attempt, lease_expires_at)
 VALUES ($1, $2, $3, 'processing', 1, now() + make_interval(secs => $4))
@@ -47,13 +49,16 @@ WHERE r.fingerprint = EXCLUDED.fingerprint
     OR (r.state = 'retry_wait' AND r.next_attempt_at <= now()))
 RETURNING attempt";
 
+/// What a claim that wrote nothing answers from.
 const READ: &str =
     "SELECT fingerprint, state, attempt, response FROM bench_receipts WHERE key = $1";
 
+/// Complete, fenced by the token; one row or none.
 const COMPLETE: &str = "UPDATE bench_receipts
 SET state = 'completed', response = $3, lease_expires_at = NULL
 WHERE key = $1 AND token = $2 AND state = 'processing'";
 
+/// Retry after `$3` seconds, fenced by the token; one row or none.
 const RETRY: &str = "UPDATE bench_receipts
 SET state = 'retry_wait', next_attempt_at = now() + make_interval(secs => $3),
     lease_expires_at = NULL
