@@ -157,6 +157,11 @@ impl Stream for Incoming {
                 this.note_refused();
                 continue;
             };
+            // gRPC answers are small frames written as they are ready: without this, Nagle's
+            // algorithm holds one back until the client's delayed ACK (tens of ms).
+            if let Err(e) = stream.set_nodelay(true) {
+                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+            }
             let accepted = Instant::now();
             let first_bytes_by = this.limits.first_bytes_timeout.map(|t| accepted + t);
             let closes_at = this.limits.closes_at(accepted);

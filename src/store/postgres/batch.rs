@@ -3,9 +3,10 @@
 //! compare-and-set write (`store::write`) at once, in one implicit transaction, so a batch
 //! costs one commit (one WAL flush) however many writes it holds.
 //!
-//! The rows come as arrays (`unnest … WITH ORDINALITY`), so the statements are prepared
-//! once whatever the batch's size. Inserts go in primary-key order and updates lock their
-//! rows in primary-key order, so two batches never wait for each other in a cycle. An
+//! The rows come as arrays (`unnest`), bound in primary-key order with each row's position
+//! in the batch, so the statements are prepared once whatever the batch's size, each row is
+//! found through the primary key (`LATERAL … OFFSET 0`, whatever the plan's estimates), and inserts and
+//! the updates' locks go in primary-key order, so two batches never wait for each other in a cycle. An
 //! update locks its row only if it is still at the version it was decided from, then reads
 //! the clock (after every lock of the batch: a lease runs from when the row was had), and
 //! writes only if the caller's answer is not yet due at that moment (`late` otherwise). A
@@ -28,8 +29,10 @@ const READ_MANY: &str = concat!(
     " AS db_now, r.namespace IS NOT NULL AS found, ",
     columns!(),
     " FROM unnest($1::int4[], $2::text[], $3::text[], $4::text[]) AS i(idx, i_tenant, i_ns, i_key)
-    LEFT JOIN receipts r
-      ON r.tenant_id = i.i_tenant AND r.namespace = i.i_ns AND r.key = i.i_key
+    LEFT JOIN LATERAL (SELECT * FROM receipts r
+                       WHERE r.tenant_id = i.i_tenant AND r.namespace = i.i_ns AND r.key = i.i_key
+                       OFFSET 0) r
+      ON true
     ORDER BY i.idx"
 );
 
@@ -77,23 +80,24 @@ ins AS (
     WHERE i.ins AND i.idx NOT IN (SELECT idx FROM late_ins)
       AND NOT EXISTS (SELECT 1 FROM receipts r
                       WHERE r.tenant_id = i.i_tenant AND r.namespace = i.i_ns AND r.key = i.i_key)
-    ORDER BY i.i_tenant, i.i_ns, i.i_key
     ON CONFLICT (tenant_id, namespace, key) DO NOTHING
     RETURNING tenant_id, namespace, key
 ),
 locked AS MATERIALIZED (
-    SELECT i.idx FROM receipts r JOIN i
-      ON r.tenant_id = i.i_tenant AND r.namespace = i.i_ns AND r.key = i.i_key
-    WHERE NOT i.ins AND r.life_id IS NOT DISTINCT FROM i.life
-      AND r.claim_token IS NOT DISTINCT FROM i.v_token AND r.state = i.v_state
-      AND r.attempt = i.v_attempt AND r.free_attempts = i.v_free AND r.updated_at = i.v_updated
-      AND r.lease_expires_at IS NOT DISTINCT FROM i.v_lease
-      AND (NOT i.v_sealed OR (r.last_error IS NOT DISTINCT FROM i.v_last_error
-        AND r.checkpoint IS NOT DISTINCT FROM i.v_checkpoint
-        AND r.response IS NOT DISTINCT FROM i.v_response
-        AND r.recovery_payload IS NOT DISTINCT FROM i.v_payload))
-    ORDER BY r.tenant_id, r.namespace, r.key
-    FOR UPDATE OF r
+    SELECT i.idx FROM i CROSS JOIN LATERAL (
+        SELECT 1 FROM receipts r
+        WHERE r.tenant_id = i.i_tenant AND r.namespace = i.i_ns AND r.key = i.i_key
+          AND r.life_id IS NOT DISTINCT FROM i.life
+          AND r.claim_token IS NOT DISTINCT FROM i.v_token AND r.state = i.v_state
+          AND r.attempt = i.v_attempt AND r.free_attempts = i.v_free
+          AND r.updated_at = i.v_updated AND r.lease_expires_at IS NOT DISTINCT FROM i.v_lease
+          AND (NOT i.v_sealed OR (r.last_error IS NOT DISTINCT FROM i.v_last_error
+            AND r.checkpoint IS NOT DISTINCT FROM i.v_checkpoint
+            AND r.response IS NOT DISTINCT FROM i.v_response
+            AND r.recovery_payload IS NOT DISTINCT FROM i.v_payload))
+        FOR UPDATE OF r
+    ) l
+    WHERE NOT i.ins
 ),
 t AS (SELECT ",
     clock!(after_lock: "$2", "$1"),
@@ -128,8 +132,9 @@ SELECT i.idx, COALESCE(d.src, 'cur') AS src, COALESCE(d.now, c.now) AS db_now,
     columns!(),
     "
 FROM i CROSS JOIN c LEFT JOIN done d ON d.idx = i.idx
-LEFT JOIN receipts r ON d.idx IS NULL
-  AND r.tenant_id = i.i_tenant AND r.namespace = i.i_ns AND r.key = i.i_key
+LEFT JOIN LATERAL (SELECT * FROM receipts r
+                   WHERE d.idx IS NULL AND r.tenant_id = i.i_tenant AND r.namespace = i.i_ns
+                     AND r.key = i.i_key OFFSET 0) r ON true
 ORDER BY i.idx"
 );
 
@@ -151,6 +156,11 @@ fn stamp(s: Stamp) -> (Option<Timestamp>, Option<i64>) {
         Stamp::At(t) => (t, None),
         Stamp::After(us) => (None, Some(us)),
     }
+}
+
+/// The primary key of the row `w` writes.
+fn row_key(w: &RowWrite) -> (&str, &str, &str) {
+    (&w.tenant, &w.next.id.namespace, &w.next.id.key)
 }
 
 /// The version an update expects; `None` for an insert.
@@ -226,9 +236,15 @@ impl PgDriver {
         &self,
         writes: &[RowWrite],
     ) -> Result<Vec<WriteOutcome>, StoreError> {
-        fn each<T>(writes: &[RowWrite], f: impl Fn(&RowWrite) -> T) -> Vec<T> {
-            writes.iter().map(f).collect()
+        // The rows go in primary-key order (bytewise, as `COLLATE "C"` compares), so every
+        // batch inserts and locks in the same order; each keeps its position as `idx`.
+        let mut order: Vec<usize> = (0..writes.len()).collect();
+        order.sort_by(|&a, &b| row_key(&writes[a]).cmp(&row_key(&writes[b])));
+        let sorted: Vec<&RowWrite> = order.iter().map(|&i| &writes[i]).collect();
+        fn each<T>(writes: &[&RowWrite], f: impl Fn(&RowWrite) -> T) -> Vec<T> {
+            writes.iter().map(|w| f(w)).collect()
         }
+        let writes = &sorted[..];
         let mask = |w: &RowWrite| {
             let s = &w.sealed;
             [
@@ -253,7 +269,7 @@ impl PgDriver {
         let rows = sqlx::query(WRITE_MANY)
             .bind(self.offset())
             .bind(self.frozen())
-            .bind((0..writes.len()).map(idx).collect::<Vec<_>>())
+            .bind(order.iter().copied().map(idx).collect::<Vec<_>>())
             .bind(each(writes, |w| w.tenant.clone()))
             .bind(each(writes, |w| w.next.id.namespace.clone()))
             .bind(each(writes, RowWrite::inserts))

@@ -73,7 +73,14 @@ impl PgDriver {
         let timeout_ms = options.acquire_timeout.as_millis().max(1).to_string();
         let connect = PgConnectOptions::from_str(url)
             .map_err(interpret)?
-            .options([("statement_timeout", timeout_ms.as_str())]);
+            .options([
+                ("statement_timeout", timeout_ms.as_str()),
+                // A batch's statements take arrays; a custom plan would be made for every
+                // execution (about a millisecond each: the planner prefers the plans it can
+                // fit to the arrays' lengths), a generic plan once per connection. Every
+                // query with a partial index names the index's condition literally.
+                ("plan_cache_mode", "force_generic_plan"),
+            ]);
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections)
             .acquire_timeout(options.acquire_timeout)
