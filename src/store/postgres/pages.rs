@@ -1,11 +1,12 @@
 //! Paged reads in PostgreSQL: List (by namespace and state, in (namespace, key) order),
 //! ListOrphaned (due rows in (due_at, namespace, key) order) with the in-place quarantine of
 //! a row whose sealed fields do not open, and the gauges. The paging loops and opening the
-//! rows are `store::receipts`' and `store::orphans`'.
+//! rows are `store::receipts`' and `store::orphans`'. Which index serves which query:
+//! docs/DESIGN.md §4.4 and migration 0008.
 
 use super::rows::row;
 use super::{PgDriver, clock, interpret, micros};
-use crate::domain::Receipt;
+use crate::domain::{Receipt, State};
 use crate::store::driver::{Pages, Row};
 use crate::store::row::columns;
 use crate::store::{
@@ -16,6 +17,9 @@ use async_trait::async_trait;
 /// The cursor is always bound: the first page starts after ('', ''), which comes before every
 /// row since namespaces and keys are never empty. So the cursor is always an index condition,
 /// in a custom plan and a generic one alike.
+///
+/// List of states that include COMPLETED: the primary key is the page's order, and
+/// completed receipts are the bulk of a tenant's, so few rows are read past the page.
 const LIST: &str = concat!(
     "SELECT ",
     columns!(),
@@ -23,6 +27,50 @@ const LIST: &str = concat!(
     WHERE tenant_id = $1 AND state = ANY($2::text[])
       AND ($3::text IS NULL OR namespace = $3)
       AND (namespace, key) > ($4, $5::text)
+    ORDER BY namespace, key
+    LIMIT $6"
+);
+
+/// One state's rows of a List without COMPLETED, in page order: `$index_predicate` is the
+/// partial index's, so the planner may use it in a generic plan too; a state not asked for
+/// is a one-time filter, and its branch reads nothing.
+macro_rules! list_branch {
+    ($state:literal, $index_predicate:literal) => {
+        concat!(
+            "(SELECT ",
+            columns!(),
+            " FROM receipts
+    WHERE tenant_id = $1 AND ",
+            $index_predicate,
+            " AND state = '",
+            $state,
+            "' AND '",
+            $state,
+            "' = ANY($2::text[])
+      AND ($3::text IS NULL OR namespace = $3)
+      AND (namespace, key) > ($4, $5::text)
+    ORDER BY namespace, key
+    LIMIT $6)"
+        )
+    };
+}
+
+/// List of states without COMPLETED (the dead letters, say): each state from the index that
+/// holds it, merged. RETRY_WAIT and QUARANTINED are ordered ranges of `receipts_list_idx`;
+/// PROCESSING is in no index of its own (a Claim or Heartbeat would write it), so its rows
+/// are the tenant's unfinished receipts in `receipts_due_idx`, sorted.
+const LIST_UNFINISHED_OR_DEAD: &str = concat!(
+    "SELECT ",
+    columns!(),
+    " FROM (",
+    list_branch!("processing", "due_at IS NOT NULL"),
+    "
+    UNION ALL ",
+    list_branch!("retry_wait", "state IN ('retry_wait', 'quarantined')"),
+    "
+    UNION ALL ",
+    list_branch!("quarantined", "state IN ('retry_wait', 'quarantined')"),
+    ") page
     ORDER BY namespace, key
     LIMIT $6"
 );
@@ -69,9 +117,15 @@ const COUNT: &str = concat!(
 impl Pages for PgDriver {
     async fn list_rows(&self, tenant: &str, query: &ListQuery) -> Result<Vec<Row>, StoreError> {
         let after = query.after.as_ref();
-        let rows = sqlx::query(LIST)
+        let states = query.state_names();
+        let sql = if states.contains(&State::Completed.as_str()) {
+            LIST
+        } else {
+            LIST_UNFINISHED_OR_DEAD
+        };
+        let rows = sqlx::query(sql)
             .bind(tenant)
-            .bind(query.state_names())
+            .bind(states)
             .bind(&query.namespace)
             .bind(after.map_or("", |c| c.namespace.as_str()))
             .bind(after.map_or("", |c| c.key.as_str()))
