@@ -31,48 +31,56 @@ const LIST: &str = concat!(
     LIMIT $6"
 );
 
-/// One state's rows of a List without COMPLETED, in page order: `$index_predicate` is the
-/// partial index's, so the planner may use it in a generic plan too; a state not asked for
-/// is a one-time filter, and its branch reads nothing.
+/// The conditions of a List without COMPLETED on one state's rows. A state not asked for is
+/// a one-time filter: its branch reads nothing.
 macro_rules! list_branch {
-    ($state:literal, $index_predicate:literal) => {
+    ($state:literal) => {
         concat!(
-            "(SELECT ",
-            columns!(),
             " FROM receipts
-    WHERE tenant_id = $1 AND ",
-            $index_predicate,
-            " AND state = '",
+    WHERE tenant_id = $1 AND state = '",
             $state,
             "' AND '",
             $state,
             "' = ANY($2::text[])
       AND ($3::text IS NULL OR namespace = $3)
-      AND (namespace, key) > ($4, $5::text)
-    ORDER BY namespace, key
-    LIMIT $6)"
+      AND (namespace, key) > ($4, $5::text)"
         )
     };
 }
 
 /// List of states without COMPLETED (the dead letters, say): each state from the index that
-/// holds it, merged. RETRY_WAIT and QUARANTINED are ordered ranges of `receipts_list_idx`;
-/// PROCESSING is in no index of its own (a Claim or Heartbeat would write it), so its rows
-/// are the tenant's unfinished receipts in `receipts_due_idx`, sorted.
+/// holds it, merged. RETRY_WAIT and QUARANTINED are ordered ranges of `receipts_list_idx`
+/// (`state = …` implies its predicate). PROCESSING is in no index of its own (a Claim or
+/// Heartbeat would write it): its rows are either the tenant's unfinished receipts in
+/// `receipts_due_idx`, sorted, or the primary key in page order, filtered, whichever the
+/// planner expects to read less of.
 const LIST_UNFINISHED_OR_DEAD: &str = concat!(
     "SELECT ",
     columns!(),
-    " FROM (",
-    list_branch!("processing", "due_at IS NOT NULL"),
-    "
-    UNION ALL ",
-    list_branch!("retry_wait", "state IN ('retry_wait', 'quarantined')"),
-    "
-    UNION ALL ",
-    list_branch!("quarantined", "state IN ('retry_wait', 'quarantined')"),
-    ") page
+    " FROM (
+    (SELECT ",
+    columns!(),
+    list_branch!("processing"),
+    " AND due_at IS NOT NULL
     ORDER BY namespace, key
-    LIMIT $6"
+    LIMIT $6)
+    UNION ALL
+    (SELECT ",
+    columns!(),
+    list_branch!("retry_wait"),
+    "
+    ORDER BY namespace, key
+    LIMIT $6)
+    UNION ALL
+    (SELECT ",
+    columns!(),
+    list_branch!("quarantined"),
+    "
+    ORDER BY namespace, key
+    LIMIT $6)
+) page
+ORDER BY namespace, key
+LIMIT $6"
 );
 
 const ORPHANS: &str = concat!(
