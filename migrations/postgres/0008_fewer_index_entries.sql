@@ -21,7 +21,7 @@
 -- PROCESSING the tenant's unfinished receipts in receipts_due_idx (which it sorts).
 -- Costs an entry per Retry, Quarantine and Redrive.
 CREATE INDEX IF NOT EXISTS receipts_list_idx ON receipts (tenant_id, state, namespace, key)
-    WHERE state IN ('retry_wait', 'quarantined');
+    WHERE state = 'retry_wait' OR state = 'quarantined';
 DROP INDEX receipts_state_idx;
 
 -- The janitor's deletes and namespace list, for the terminal receipts that

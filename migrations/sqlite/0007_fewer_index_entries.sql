@@ -15,7 +15,7 @@
 -- List with COMPLETED reads the primary key, List of PROCESSING the tenant's unfinished
 -- receipts in receipts_due_idx (which it sorts). Changes on Retry, Quarantine and Redrive.
 CREATE INDEX receipts_list_idx ON receipts (tenant_id, state, namespace, key)
-    WHERE state IN ('retry_wait', 'quarantined');
+    WHERE state = 'retry_wait' OR state = 'quarantined';
 DROP INDEX receipts_state_idx;
 
 -- The janitor's deletes and namespace list, for the terminal receipts that

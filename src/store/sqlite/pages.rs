@@ -30,22 +30,23 @@ const LIST_BY_KEY: &str = concat!(
     LIMIT ?9"
 );
 
-/// One state's rows of a List without COMPLETED, in page order, from `$index`; the query
-/// repeats the partial index's `$predicate`, which `INDEXED BY` requires. A state not asked
-/// for is a constant false condition, and its branch reads nothing.
+/// One state's rows of a List without COMPLETED, in page order, from `$index`, whose
+/// partial predicate the conditions imply (`INDEXED BY` requires it): `state = …` implies
+/// `receipts_list_idx`'s, `$also` is what else it takes. A state not asked for is a constant
+/// false condition, and its branch reads nothing.
 macro_rules! list_branch {
-    ($index:literal, $predicate:literal, $state:literal) => {
+    ($index:literal, $state:literal, $also:literal) => {
         concat!(
             "SELECT * FROM (SELECT ",
             columns!(),
             " FROM receipts INDEXED BY ",
             $index,
             "
-    WHERE tenant_id = ?1 AND ",
-            $predicate,
-            " AND state = '",
+    WHERE tenant_id = ?1 AND state = '",
             $state,
-            "' AND '",
+            "'",
+            $also,
+            " AND '",
             $state,
             "' IN (?2, ?3, ?4, ?5)
       AND (?6 IS NULL OR namespace = ?6)
@@ -61,21 +62,13 @@ macro_rules! list_branch {
 /// PROCESSING is in no index of its own (a Claim or Heartbeat would write it), so its rows
 /// are the tenant's unfinished receipts in `receipts_due_idx`, sorted.
 const LIST_UNFINISHED_OR_DEAD: &str = concat!(
-    list_branch!("receipts_due_idx", "due_at IS NOT NULL", "processing"),
+    list_branch!("receipts_due_idx", "processing", " AND due_at IS NOT NULL"),
     "
     UNION ALL ",
-    list_branch!(
-        "receipts_list_idx",
-        "state IN ('retry_wait', 'quarantined')",
-        "retry_wait"
-    ),
+    list_branch!("receipts_list_idx", "retry_wait", ""),
     "
     UNION ALL ",
-    list_branch!(
-        "receipts_list_idx",
-        "state IN ('retry_wait', 'quarantined')",
-        "quarantined"
-    ),
+    list_branch!("receipts_list_idx", "quarantined", ""),
     "
     ORDER BY namespace, key
     LIMIT ?9"

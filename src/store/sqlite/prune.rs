@@ -36,23 +36,26 @@ SELECT namespace FROM ns WHERE namespace IS NOT NULL";
 
 /// Receipts past retention from both terminal indexes: COMPLETED ones with a response
 /// (`receipts_response_idx`, by completed_at, which is their terminal_at), then as many of
-/// the rest (`receipts_expiry_idx`) as the batch has room for, each oldest first.
+/// the rest (`receipts_expiry_idx`) as the batch has room for, each oldest first. The outer
+/// `SELECT * FROM (…)` lets SQLite look the picked rows up by primary key; with the compound
+/// select directly in `IN (…)` it scans the table.
 const DELETE: &str = "DELETE FROM receipts WHERE (tenant_id, namespace, key) IN (
     SELECT * FROM (
-        SELECT tenant_id, namespace, key FROM receipts
-        WHERE namespace = ?1 AND state = 'completed' AND response IS NOT NULL
-          AND completed_at < ?3
-        ORDER BY completed_at
-        LIMIT ?2)
-    UNION ALL
-    SELECT * FROM (
-        SELECT tenant_id, namespace, key FROM receipts
-        WHERE namespace = ?1
-          AND (state = 'quarantined' OR (state = 'completed' AND response IS NULL))
-          AND terminal_at < ?3
-        ORDER BY terminal_at
-        LIMIT ?2)
-    LIMIT ?2)";
+        SELECT * FROM (
+            SELECT tenant_id, namespace, key FROM receipts
+            WHERE namespace = ?1 AND state = 'completed' AND response IS NOT NULL
+              AND completed_at < ?3
+            ORDER BY completed_at
+            LIMIT ?2)
+        UNION ALL
+        SELECT * FROM (
+            SELECT tenant_id, namespace, key FROM receipts
+            WHERE namespace = ?1
+              AND (state = 'quarantined' OR (state = 'completed' AND response IS NULL))
+              AND terminal_at < ?3
+            ORDER BY terminal_at
+            LIMIT ?2)
+        LIMIT ?2))";
 
 const STRIP: &str = "UPDATE receipts SET response = NULL, response_pruned_at = ?4 WHERE (tenant_id, namespace, key) IN (
     SELECT tenant_id, namespace, key FROM receipts
