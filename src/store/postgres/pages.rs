@@ -1,11 +1,12 @@
 //! Paged reads in PostgreSQL: List (by namespace and state, in (namespace, key) order),
 //! ListOrphaned (due rows in (due_at, namespace, key) order) with the in-place quarantine of
 //! a row whose sealed fields do not open, and the gauges. The paging loops and opening the
-//! rows are `store::receipts`' and `store::orphans`'.
+//! rows are `store::receipts`' and `store::orphans`'. Which index serves which query:
+//! docs/DESIGN.md §4.4 and migration 0008.
 
 use super::rows::row;
 use super::{PgDriver, clock, interpret, micros};
-use crate::domain::Receipt;
+use crate::domain::{Receipt, State};
 use crate::store::driver::{Pages, Row};
 use crate::store::row::columns;
 use crate::store::{
@@ -16,6 +17,9 @@ use async_trait::async_trait;
 /// The cursor is always bound: the first page starts after ('', ''), which comes before every
 /// row since namespaces and keys are never empty. So the cursor is always an index condition,
 /// in a custom plan and a generic one alike.
+///
+/// List of states that include COMPLETED: the primary key is the page's order, and
+/// completed receipts are the bulk of a tenant's, so few rows are read past the page.
 const LIST: &str = concat!(
     "SELECT ",
     columns!(),
@@ -25,6 +29,58 @@ const LIST: &str = concat!(
       AND (namespace, key) > ($4, $5::text)
     ORDER BY namespace, key
     LIMIT $6"
+);
+
+/// The conditions of a List without COMPLETED on one state's rows. A state not asked for is
+/// a one-time filter: its branch reads nothing.
+macro_rules! list_branch {
+    ($state:literal) => {
+        concat!(
+            " FROM receipts
+    WHERE tenant_id = $1 AND state = '",
+            $state,
+            "' AND '",
+            $state,
+            "' = ANY($2::text[])
+      AND ($3::text IS NULL OR namespace = $3)
+      AND (namespace, key) > ($4, $5::text)"
+        )
+    };
+}
+
+/// List of states without COMPLETED (the dead letters, say): each state from the index that
+/// holds it, merged. RETRY_WAIT and QUARANTINED are ordered ranges of `receipts_list_idx`
+/// (`state = …` implies its predicate). PROCESSING is in no index of its own (a Claim or
+/// Heartbeat would write it): its rows are either the tenant's unfinished receipts in
+/// `receipts_due_idx`, sorted, or the primary key in page order, filtered, whichever the
+/// planner expects to read less of.
+const LIST_UNFINISHED_OR_DEAD: &str = concat!(
+    "SELECT ",
+    columns!(),
+    " FROM (
+    (SELECT ",
+    columns!(),
+    list_branch!("processing"),
+    " AND due_at IS NOT NULL
+    ORDER BY namespace, key
+    LIMIT $6)
+    UNION ALL
+    (SELECT ",
+    columns!(),
+    list_branch!("retry_wait"),
+    "
+    ORDER BY namespace, key
+    LIMIT $6)
+    UNION ALL
+    (SELECT ",
+    columns!(),
+    list_branch!("quarantined"),
+    "
+    ORDER BY namespace, key
+    LIMIT $6)
+) page
+ORDER BY namespace, key
+LIMIT $6"
 );
 
 const ORPHANS: &str = concat!(
@@ -69,9 +125,15 @@ const COUNT: &str = concat!(
 impl Pages for PgDriver {
     async fn list_rows(&self, tenant: &str, query: &ListQuery) -> Result<Vec<Row>, StoreError> {
         let after = query.after.as_ref();
-        let rows = sqlx::query(LIST)
+        let states = query.state_names();
+        let sql = if states.contains(&State::Completed.as_str()) {
+            LIST
+        } else {
+            LIST_UNFINISHED_OR_DEAD
+        };
+        let rows = sqlx::query(sql)
             .bind(tenant)
-            .bind(query.state_names())
+            .bind(states)
             .bind(&query.namespace)
             .bind(after.map_or("", |c| c.namespace.as_str()))
             .bind(after.map_or("", |c| c.key.as_str()))

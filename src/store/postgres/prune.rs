@@ -17,27 +17,53 @@ use sqlx::{Connection, PgConnection};
 /// The advisory lock key of the janitor (`pg_try_advisory_lock`): "claimdJ" and 1.
 pub const JANITOR_LOCK_KEY: i64 = 0x636c_6169_6d64_4a01;
 
-/// Loose index scan over `receipts_terminal_idx`: one index probe per namespace.
+/// Loose index scan over the two indexes that together hold every terminal receipt once
+/// (migration 0008): `receipts_response_idx` (COMPLETED with a response) and
+/// `receipts_expiry_idx` (QUARANTINED, tombstones): one probe of each per namespace.
 const NAMESPACES: &str = "WITH RECURSIVE ns(namespace) AS (
-    SELECT (SELECT namespace FROM receipts WHERE terminal_at IS NOT NULL
-            ORDER BY namespace LIMIT 1)
+    SELECT LEAST(
+        (SELECT namespace FROM receipts WHERE state = 'completed' AND response IS NOT NULL
+         ORDER BY namespace LIMIT 1),
+        (SELECT namespace FROM receipts
+         WHERE state = 'quarantined' OR (state = 'completed' AND response IS NULL)
+         ORDER BY namespace LIMIT 1))
     UNION ALL
-    SELECT (SELECT r.namespace FROM receipts r
-            WHERE r.terminal_at IS NOT NULL AND r.namespace > ns.namespace
-            ORDER BY r.namespace LIMIT 1)
+    SELECT LEAST(
+        (SELECT r.namespace FROM receipts r
+         WHERE r.state = 'completed' AND r.response IS NOT NULL AND r.namespace > ns.namespace
+         ORDER BY r.namespace LIMIT 1),
+        (SELECT r.namespace FROM receipts r
+         WHERE (r.state = 'quarantined' OR (r.state = 'completed' AND r.response IS NULL))
+           AND r.namespace > ns.namespace
+         ORDER BY r.namespace LIMIT 1))
     FROM ns WHERE ns.namespace IS NOT NULL
 )
 SELECT namespace FROM ns WHERE namespace IS NOT NULL";
 
+/// Receipts past retention from both terminal indexes: COMPLETED ones with a response
+/// (`receipts_response_idx`, by completed_at, which is their terminal_at), then as many of
+/// the rest (`receipts_expiry_idx`) as the batch has room for, each oldest first.
 const DELETE: &str = concat!(
-    "DELETE FROM receipts WHERE (tenant_id, namespace, key) IN (
+    "WITH kept AS (
     SELECT tenant_id, namespace, key FROM receipts
-    WHERE namespace = $1 AND terminal_at < ",
+    WHERE namespace = $1 AND state = 'completed' AND response IS NOT NULL
+      AND completed_at < ",
+    clock!("$4", "$3"),
+    "
+    ORDER BY completed_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED),
+rest AS (
+    SELECT tenant_id, namespace, key FROM receipts
+    WHERE namespace = $1 AND (state = 'quarantined' OR (state = 'completed' AND response IS NULL))
+      AND terminal_at < ",
     clock!("$4", "$3"),
     "
     ORDER BY terminal_at
-    LIMIT $2
-    FOR UPDATE SKIP LOCKED)"
+    LIMIT $2 - (SELECT count(*) FROM kept)
+    FOR UPDATE SKIP LOCKED)
+DELETE FROM receipts WHERE (tenant_id, namespace, key) IN (
+    SELECT * FROM kept UNION ALL SELECT * FROM rest)"
 );
 
 const STRIP: &str = concat!(

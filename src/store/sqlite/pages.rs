@@ -2,11 +2,12 @@
 //! (namespace, key) order), ListOrphaned (due rows in (due_at, namespace, key) order) with
 //! the in-place quarantine (on the writer) of a row whose sealed fields do not open, and the
 //! gauges. The paging loops and opening the rows are `store::receipts`' and
-//! `store::orphans`'.
+//! `store::orphans`'. Which index serves which query: docs/DESIGN.md §4.4 and migration
+//! 0007.
 
 use super::rows::row;
 use super::{SqliteDriver, interpret, micros};
-use crate::domain::Receipt;
+use crate::domain::{Receipt, State};
 use crate::store::driver::{Pages, Row};
 use crate::store::row::columns;
 use crate::store::{
@@ -14,33 +15,64 @@ use crate::store::{
 };
 use async_trait::async_trait;
 
-/// The List query over `$from`. The states are four slots, unused ones NULL (which matches
-/// nothing). The first page starts after ('', ''), which comes before every row: namespaces
-/// and keys are never empty.
-macro_rules! list_from {
-    ($from:literal) => {
-        concat!(
-            "SELECT ",
-            columns!(),
-            " FROM ",
-            $from,
-            "
+/// List of every state, or of some with COMPLETED: the primary key's order is the page's
+/// order, and completed receipts are the bulk of a tenant's, so few rows are read past the
+/// page. The states are four slots, unused ones NULL (which matches nothing). The first page
+/// starts after ('', ''), which comes before every row: namespaces and keys are never empty.
+const LIST_BY_KEY: &str = concat!(
+    "SELECT ",
+    columns!(),
+    " FROM receipts
     WHERE tenant_id = ?1 AND state IN (?2, ?3, ?4, ?5)
       AND (?6 IS NULL OR namespace = ?6)
       AND (namespace, key) > (?7, ?8)
     ORDER BY namespace, key
     LIMIT ?9"
+);
+
+/// One state's rows of a List without COMPLETED, in page order, from `$index`, whose
+/// partial predicate the conditions imply (`INDEXED BY` requires it): `state = …` implies
+/// `receipts_list_idx`'s, `$also` is what else it takes. A state not asked for is a constant
+/// false condition, and its branch reads nothing.
+macro_rules! list_branch {
+    ($index:literal, $state:literal, $also:literal) => {
+        concat!(
+            "SELECT * FROM (SELECT ",
+            columns!(),
+            " FROM receipts INDEXED BY ",
+            $index,
+            "
+    WHERE tenant_id = ?1 AND state = '",
+            $state,
+            "'",
+            $also,
+            " AND '",
+            $state,
+            "' IN (?2, ?3, ?4, ?5)
+      AND (?6 IS NULL OR namespace = ?6)
+      AND (namespace, key) > (?7, ?8)
+    ORDER BY namespace, key
+    LIMIT ?9)"
         )
     };
 }
 
-/// Every state: the primary key's order is the page's order.
-const LIST_EVERY_STATE: &str = list_from!("receipts");
-
-/// Some states, e.g. the few dead letters among many completed receipts. SQLite cannot see
-/// through the bound states and would walk the primary key over every row of the tenant;
-/// the state index reads only the rows of those states (and sorts them).
-const LIST_SOME_STATES: &str = list_from!("receipts INDEXED BY receipts_state_idx");
+/// List of states without COMPLETED (the dead letters, say): each state from the index that
+/// holds it, merged. RETRY_WAIT and QUARANTINED are ordered ranges of `receipts_list_idx`;
+/// PROCESSING is in no index of its own (a Claim or Heartbeat would write it), so its rows
+/// are the tenant's unfinished receipts in `receipts_due_idx`, sorted.
+const LIST_UNFINISHED_OR_DEAD: &str = concat!(
+    list_branch!("receipts_due_idx", "processing", " AND due_at IS NOT NULL"),
+    "
+    UNION ALL ",
+    list_branch!("receipts_list_idx", "retry_wait", ""),
+    "
+    UNION ALL ",
+    list_branch!("receipts_list_idx", "quarantined", ""),
+    "
+    ORDER BY namespace, key
+    LIMIT ?9"
+);
 
 const ORPHANS: &str = concat!(
     "SELECT ",
@@ -75,9 +107,10 @@ impl Pages for SqliteDriver {
         let states = query.state_names();
         let state = |i: usize| states.get(i).copied();
         let after = query.after.as_ref();
-        let sql = match states.len() {
-            4 => LIST_EVERY_STATE,
-            _ => LIST_SOME_STATES,
+        let sql = if states.contains(&State::Completed.as_str()) {
+            LIST_BY_KEY
+        } else {
+            LIST_UNFINISHED_OR_DEAD
         };
         let rows = sqlx::query(sql)
             .bind(tenant)
