@@ -30,10 +30,11 @@ pub struct DatabaseArgs {
     pub db_timeout: Duration,
     /// Group commit: how many batches of Claims and holder calls may be in flight at once.
     /// A call that arrives while fewer run starts a batch at once; the others queue and go
-    /// together in the next (docs/DESIGN.md §7).
-    #[arg(long, env = "CLAIMD_GROUP_COMMIT_LANES", default_value_t = defaults::GROUP_COMMIT_LANES,
+    /// together in the next (docs/DESIGN.md §4.2). Default: 4 on PostgreSQL, 1 on SQLite
+    /// (its one writer serializes batches anyway).
+    #[arg(long, env = "CLAIMD_GROUP_COMMIT_LANES",
           value_parser = clap::value_parser!(u16).range(1..=256))]
-    pub group_commit_lanes: u16,
+    pub group_commit_lanes: Option<u16>,
     /// Group commit: most calls in one batch (one read and one write statement).
     #[arg(long, env = "CLAIMD_GROUP_COMMIT_SIZE", default_value_t = defaults::GROUP_COMMIT_SIZE,
           value_parser = clap::value_parser!(u16).range(1..=4096))]
@@ -63,7 +64,7 @@ impl DatabaseArgs {
             exclusive: false,
             seal,
             batch: BatchOptions {
-                lanes: usize::from(self.group_commit_lanes),
+                lanes: self.group_commit_lanes.map(usize::from),
                 size: usize::from(self.group_commit_size),
             },
         }

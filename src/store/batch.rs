@@ -22,8 +22,8 @@ use tokio::sync::oneshot;
 /// How batches are formed (`--group-commit-lanes`, `--group-commit-size`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchOptions {
-    /// Batches in flight at once.
-    pub lanes: usize,
+    /// Batches in flight at once; `None`: the store's default.
+    pub lanes: Option<usize>,
     /// Most jobs in one batch.
     pub size: usize,
 }
@@ -39,19 +39,18 @@ struct Queue {
 pub struct Batcher {
     queue: Arc<Mutex<Queue>>,
     recent: Arc<Recent>,
-    options: BatchOptions,
+    lanes: usize,
+    size: usize,
 }
 
 impl Batcher {
-    /// An empty queue.
-    pub fn new(options: BatchOptions) -> Batcher {
+    /// An empty queue, with `default_lanes` unless `options` name how many.
+    pub fn new(options: BatchOptions, default_lanes: usize) -> Batcher {
         Batcher {
             queue: Arc::default(),
             recent: Arc::default(),
-            options: BatchOptions {
-                lanes: options.lanes.max(1),
-                size: options.size.max(1),
-            },
+            lanes: options.lanes.unwrap_or(default_lanes).max(1),
+            size: options.size.max(1),
         }
     }
 
@@ -75,7 +74,7 @@ impl Batcher {
         let start = {
             let mut queue = self.queue();
             queue.waiting.push_back(job);
-            let start = queue.running < self.options.lanes;
+            let start = queue.running < self.lanes;
             queue.running += usize::from(start);
             start
         };
@@ -96,7 +95,7 @@ impl Batcher {
                     queue.running -= 1;
                     return;
                 }
-                take(&mut queue.waiting, self.options.size)
+                take(&mut queue.waiting, self.size)
             };
             rounds::run(&driver, &self.recent, batch).await;
         }

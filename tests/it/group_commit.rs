@@ -38,7 +38,7 @@ async fn exists(app: &TestApp, key: &str) -> bool {
 async fn a_batch_mixing_every_kind_of_call_answers_each_as_if_it_were_alone(backend: Backend) {
     let app = TestApp::builder()
         .backend(backend)
-        .configure(|c| c.store.batch.lanes = 1)
+        .configure(|c| c.store.batch.lanes = Some(1))
         .spawn()
         .await;
     let (done, _) = claimed(&app, "done", b"payload").await;

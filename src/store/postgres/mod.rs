@@ -91,7 +91,10 @@ impl PgDriver {
             pool,
             clock: options.clock.clone(),
             seal: options.seal.clone(),
-            batcher: Batcher::new(options.batch),
+            batcher: Batcher::new(
+                options.batch,
+                crate::config::defaults::GROUP_COMMIT_LANES_POSTGRES,
+            ),
         })
     }
 

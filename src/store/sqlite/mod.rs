@@ -96,7 +96,10 @@ impl SqliteDriver {
             writer,
             clock: options.clock.clone(),
             seal: options.seal.clone(),
-            batcher: Batcher::new(options.batch),
+            batcher: Batcher::new(
+                options.batch,
+                crate::config::defaults::GROUP_COMMIT_LANES_SQLITE,
+            ),
             _lock: lock,
         })
     }
