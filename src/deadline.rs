@@ -1,8 +1,9 @@
 //! Client deadlines: a call whose `grpc-timeout` runs out is answered DEADLINE_EXCEEDED and
 //! its work is dropped. The deadline is also known to the store while the call runs
-//! ([`remaining`]): a write that would commit after it is refused inside the database
-//! (PostgreSQL's Claim checks the time after its last lock wait, in the statement; every
-//! transaction checks before its COMMIT), so a call answered DEADLINE_EXCEEDED has written
+//! ([`remaining`], and [`due`] for the group commit's lanes): a queued call past it is
+//! dropped, and a write checks the time once its row is had (PostgreSQL inside the batch
+//! statement, after its last lock wait; SQLite under the write lock), so a call answered
+//! DEADLINE_EXCEEDED has written
 //! nothing — except when its commit and the deadline cross, the commit done and its
 //! answer lost on the way, which no server can rule out (docs/DESIGN.md §5.9). PostgreSQL
 //! also cancels any statement that runs past `--db-timeout` (`statement_timeout`).

@@ -109,7 +109,9 @@ impl PgDriver {
     }
 }
 
-/// The SQLSTATE `claimd_in_time` (migration 0007) raises once a call's deadline passed.
+/// The SQLSTATE `claimd_in_time` (migration 0007) raises once a call's deadline passed; no
+/// statement calls it since the group commit (which skips a late write instead), but a
+/// replica of the previous version may, during a rolling upgrade.
 const DEADLINE_PASSED: &str = "CLD01";
 
 /// Every PostgreSQL error goes through here: a statement stopped at the caller's deadline is
