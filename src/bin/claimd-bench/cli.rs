@@ -93,6 +93,11 @@ pub struct Args {
     #[arg(long)]
     pub plot: Option<PathBuf>,
 
+    /// Draw the `--plot` from CSV files a run wrote (`--csv`), one or more, and measure
+    /// nothing.
+    #[arg(long, value_delimiter = ',', requires = "plot")]
+    pub plot_from: Vec<PathBuf>,
+
     /// A TrueType font for the plot's text. Default: the first `.ttf` found under the
     /// system font directories (DejaVu Sans preferred).
     #[arg(long)]

@@ -61,6 +61,14 @@ async fn main() -> ExitCode {
 
 /// The whole run; the number of wrong answers.
 async fn run(args: Args) -> anyhow::Result<u64> {
+    if let (false, Some(path)) = (args.plot_from.is_empty(), &args.plot) {
+        let mut rows = Vec::new();
+        for csv in &args.plot_from {
+            rows.extend(report::read_csv(csv)?);
+        }
+        plot::draw(path, &rows, args.plot_font.as_deref())?;
+        return Ok(0);
+    }
     args.check()?;
     let workloads = args.workloads();
     let seed = args.seed.unwrap_or_else(rand::random);

@@ -247,3 +247,52 @@ pub fn write_csv(path: &Path, rows: &[Row]) -> anyhow::Result<()> {
     std::fs::write(path, csv(rows))?;
     Ok(())
 }
+
+/// The rows of a CSV file [`write_csv`] wrote (for `--plot-from`).
+pub fn read_csv(path: &Path) -> anyhow::Result<Vec<Row>> {
+    let text = std::fs::read_to_string(path)?;
+    let mut rows = Vec::new();
+    for (n, line) in text.lines().enumerate().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        anyhow::ensure!(
+            f.len() == 15,
+            "{}:{}: expected 15 fields",
+            path.display(),
+            n + 1
+        );
+        let num = |i: usize| -> anyhow::Result<f64> { Ok(f[i].parse()?) };
+        let opt = |i: usize| f[i].parse().ok();
+        let store = match f[0] {
+            "postgres" => "postgres",
+            "sqlite" => "sqlite",
+            other => anyhow::bail!("unknown store {other:?}"),
+        };
+        let workload = Workload::ALL
+            .into_iter()
+            .find(|w| w.label() == f[1])
+            .ok_or_else(|| anyhow::anyhow!("unknown workload {:?}", f[1]))?;
+        let side = match f[3] {
+            "claimd" => SideKind::Claimd,
+            "sql" => SideKind::Sql,
+            other => anyhow::bail!("unknown side {other:?}"),
+        };
+        rows.push(Row {
+            store,
+            workload,
+            callers: f[2].parse()?,
+            side,
+            rounds: f[4].parse()?,
+            throughput: num(5)?,
+            p50_ms: num(6)?,
+            p99_ms: num(7)?,
+            p999_ms: num(8)?,
+            rss_mib: opt(9),
+            cpu_pct: opt(10),
+            wal_per_cycle: opt(11),
+            throughput_ratio: opt(12),
+            p99_ratio: opt(13),
+            errors: f[14].parse()?,
+        });
+    }
+    Ok(rows)
+}
