@@ -18,6 +18,7 @@ use crate::store::driver::Row;
 use crate::store::row::columns;
 use crate::store::write::{Expect, RowWrite, Stamp, WriteOutcome};
 use crate::store::{StoreError, StoredBlobs};
+use serde_json::{Value, json};
 use sqlx::Row as _;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -36,32 +37,31 @@ const READ_MANY: &str = concat!(
     ORDER BY i.idx"
 );
 
-/// One write per element of the arrays: `$3` its position, `$4`, `$5` and `$31` the row, `$6` whether it inserts (with
-/// the new life `$7`), `$8`–`$13` the version an update expects (with the life `$7`), `$14`–
-/// `$18` state, counts, token and fingerprint, `$19`–`$24` the three times as a value or
-/// microseconds after the write's clock, `$25` which sealed columns it sets (bits: last
-/// error, checkpoint, response, recovery payload) and `$26`–`$29` their values, `$30` how
-/// many microseconds after the statement's start the write may still be made (NULL: no
-/// deadline), `$32` whether the update also expects the sealed columns `$33`–`$36`
-/// unchanged, `$37` the same deadline on claimd's wall clock ([`due_wall`]). `$1`/`$2` are the clock's offset and frozen time.
+/// One write per element of the JSON array `$3` (its fields are the columns of `i`; an
+/// absent field is NULL): the row and its position `idx`, whether it inserts (with the new
+/// life `life`), the version an update expects (`v_*`, with the life `life`; the sealed
+/// columns `v_last_error`… too when `v_sealed`), the new state, counts, token and
+/// fingerprint, the three times as a value (`*_at`) or microseconds after the write's clock
+/// (`*_after`), which sealed columns it sets (`mask` bits: last error, checkpoint,
+/// response, recovery payload) and their values, and the deadline as microseconds after
+/// the statement's start (`due_in`) and on claimd's wall clock (`due_wall`). `$1`/`$2` are
+/// the clock's offset and frozen time. One JSON parameter costs the database a fraction of
+/// what 37 `unnest` arrays did (about 9 µs each, per statement).
 const WRITE_MANY: &str = concat!(
     "
 WITH c AS (SELECT ",
     clock!("$2", "$1"),
     " AS now, statement_timestamp() AS started),
 i AS (
-    SELECT * FROM unnest($3::int4[], $4::text[], $5::text[], $31::text[], $6::bool[], $7::bytea[],
-        $8::uuid[], $9::text[], $10::int4[], $11::int4[], $12::timestamptz[], $13::timestamptz[],
-        $14::text[], $15::int4[], $16::int4[], $17::uuid[], $18::bytea[],
-        $19::timestamptz[], $20::int8[], $21::timestamptz[], $22::int8[], $23::timestamptz[],
-        $24::int8[], $25::int4[], $26::bytea[], $27::bytea[], $28::bytea[], $29::bytea[],
-        $30::int8[], $32::bool[], $33::bytea[], $34::bytea[], $35::bytea[], $36::bytea[],
-        $37::timestamptz[])
-    AS i(idx, i_tenant, i_ns, i_key, ins, life, v_token, v_state, v_attempt, v_free, v_updated,
-         v_lease, n_state, n_attempt, n_free, n_token, n_fingerprint, lease_at, lease_after,
-         next_at, next_after, done_at, done_after, mask, n_last_error, n_checkpoint, n_response,
-         n_payload, due_in, v_sealed, v_last_error, v_checkpoint, v_response, v_payload,
-         due_wall)
+    SELECT * FROM json_to_recordset($3::text::json)
+    AS i(idx int4, i_tenant text, i_ns text, i_key text, ins bool, life bytea, v_token uuid,
+         v_state text, v_attempt int4, v_free int4, v_updated timestamptz, v_lease timestamptz,
+         n_state text, n_attempt int4, n_free int4, n_token uuid, n_fingerprint bytea,
+         lease_at timestamptz, lease_after int8, next_at timestamptz, next_after int8,
+         done_at timestamptz, done_after int8, mask int4, n_last_error bytea,
+         n_checkpoint bytea, n_response bytea, n_payload bytea, due_in int8, v_sealed bool,
+         v_last_error bytea, v_checkpoint bytea, v_response bytea, v_payload bytea,
+         due_wall timestamptz)
 ),
 late_ins AS MATERIALIZED (
     SELECT i.idx FROM i, c
@@ -142,10 +142,6 @@ ORDER BY i.idx"
 /// deadline, so a write that just makes it is also answered in time.
 const ANSWER_TRIP: Duration = Duration::from_millis(2);
 
-fn count(n: u32) -> i32 {
-    i32::try_from(n).unwrap_or(i32::MAX)
-}
-
 fn idx(n: usize) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
@@ -163,17 +159,81 @@ fn row_key(w: &RowWrite) -> (&str, &str, &str) {
     (&w.tenant, &w.next.id.namespace, &w.next.id.key)
 }
 
+/// Bytes as `bytea`'s text input reads them.
+fn bytea(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(2 + bytes.len() * 2);
+    text.push_str("\\x");
+    for b in bytes {
+        text.push(char::from(DIGITS[usize::from(b >> 4)]));
+        text.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    text
+}
+
+fn opt_bytea(bytes: Option<&[u8]>) -> Value {
+    bytes.map_or(Value::Null, |b| Value::String(bytea(b)))
+}
+
+/// A time as `timestamptz`'s text input reads it, to the microsecond.
+fn time(t: Option<Timestamp>) -> Value {
+    t.map_or(Value::Null, |t| {
+        Value::String(t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true))
+    })
+}
+
+/// The element of [`WRITE_MANY`]'s array for `w`, at position `idx` of the batch.
+fn element(idx: usize, w: &RowWrite) -> Value {
+    let (lease_at, lease_after) = stamp(w.lease_expires_at);
+    let (next_at, next_after) = stamp(w.next_attempt_at);
+    let (done_at, done_after) = stamp(w.completed_at);
+    let s = &w.sealed;
+    let sets = [
+        &s.last_error,
+        &s.checkpoint,
+        &s.response,
+        &s.recovery_payload,
+    ];
+    let mask: i32 = (0..4)
+        .filter(|&bit| sets[bit].is_some())
+        .map(|bit| 1 << bit)
+        .sum();
+    let set = |v: &Option<Option<Vec<u8>>>| opt_bytea(v.as_ref().and_then(|v| v.as_deref()));
+    let v = version(w);
+    let was = v.and_then(|v| v.sealed.as_ref());
+    let was_col =
+        |f: fn(&StoredBlobs) -> &Option<Vec<u8>>| opt_bytea(was.and_then(|s| f(s).as_deref()));
+    let life = match &w.expect {
+        Expect::Absent(life) => Some(&life[..]),
+        Expect::Row(v) => v.life_id.as_deref(),
+    };
+    json!({
+        "idx": idx, "i_tenant": w.tenant, "i_ns": w.next.id.namespace, "i_key": w.next.id.key,
+        "ins": w.inserts(), "life": opt_bytea(life),
+        "v_token": v.and_then(|v| v.claim_token).map(|t| t.to_string()), "v_state": v.map(|v| v.state.as_str()),
+        "v_attempt": v.map(|v| v.attempt), "v_free": v.map(|v| v.free_attempts),
+        "v_updated": time(v.map(|v| v.updated_at)), "v_lease": time(v.and_then(|v| v.lease_expires_at)),
+        "v_sealed": v.is_some_and(|v| v.sealed.is_some()),
+        "v_last_error": was_col(|s| &s.last_error), "v_checkpoint": was_col(|s| &s.checkpoint),
+        "v_response": was_col(|s| &s.response), "v_payload": was_col(|s| &s.recovery_payload),
+        "n_state": w.next.state.as_str(), "n_attempt": w.next.attempt,
+        "n_free": w.next.free_attempts, "n_token": w.next.claim_token.map(|t| t.to_string()),
+        "n_fingerprint": bytea(&w.next.fingerprint),
+        "lease_at": time(lease_at), "lease_after": lease_after,
+        "next_at": time(next_at), "next_after": next_after,
+        "done_at": time(done_at), "done_after": done_after,
+        "mask": mask, "n_last_error": set(&s.last_error), "n_checkpoint": set(&s.checkpoint),
+        "n_response": set(&s.response), "n_payload": set(&s.recovery_payload),
+        "due_in": due_in(w.due), "due_wall": time(due_wall(w.due)),
+    })
+}
+
 /// The version an update expects; `None` for an insert.
 fn version(w: &RowWrite) -> Option<&crate::store::write::Version> {
     match &w.expect {
         Expect::Row(v) => Some(v),
         Expect::Absent(_) => None,
     }
-}
-
-/// A sealed column an update expects unchanged, if it checks them.
-fn checked(w: &RowWrite, f: fn(&StoredBlobs) -> &Option<Vec<u8>>) -> Option<Vec<u8>> {
-    version(w)?.sealed.as_ref().and_then(|s| f(s).clone())
 }
 
 /// Microseconds from now until `due` less the answer's trip, for the statement's check.
@@ -241,76 +301,15 @@ impl PgDriver {
         let mut order: Vec<usize> = (0..writes.len()).collect();
         order.sort_by(|&a, &b| row_key(&writes[a]).cmp(&row_key(&writes[b])));
         let sorted: Vec<&RowWrite> = order.iter().map(|&i| &writes[i]).collect();
-        fn each<T>(writes: &[&RowWrite], f: impl Fn(&RowWrite) -> T) -> Vec<T> {
-            writes.iter().map(|w| f(w)).collect()
-        }
-        let writes = &sorted[..];
-        let mask = |w: &RowWrite| {
-            let s = &w.sealed;
-            [
-                &s.last_error,
-                &s.checkpoint,
-                &s.response,
-                &s.recovery_payload,
-            ]
-            .iter()
-            .enumerate()
-            .map(|(bit, set)| i32::from(set.is_some()) << bit)
-            .sum::<i32>()
-        };
-        let sealed = |f: fn(&crate::store::write::Sealed) -> &Option<Option<Vec<u8>>>| {
-            writes
-                .iter()
-                .map(|w| f(&w.sealed).clone().flatten())
-                .collect::<Vec<_>>()
-        };
         // The connection first: the deadlines are measured from when the statement is sent.
         let mut conn = self.pool.acquire().await.map_err(interpret)?;
+        let elements: Vec<Value> = (order.iter().zip(&sorted))
+            .map(|(&idx, w)| element(idx, w))
+            .collect();
         let rows = sqlx::query(WRITE_MANY)
             .bind(self.offset())
             .bind(self.frozen())
-            .bind(order.iter().copied().map(idx).collect::<Vec<_>>())
-            .bind(each(writes, |w| w.tenant.clone()))
-            .bind(each(writes, |w| w.next.id.namespace.clone()))
-            .bind(each(writes, RowWrite::inserts))
-            .bind(each(writes, |w| match &w.expect {
-                Expect::Absent(life) => Some(life.to_vec()),
-                Expect::Row(v) => v.life_id.clone(),
-            }))
-            .bind(each(writes, |w| version(w).and_then(|v| v.claim_token)))
-            .bind(each(writes, |w| version(w).map(|v| v.state.as_str())))
-            .bind(each(writes, |w| version(w).map(|v| count(v.attempt))))
-            .bind(each(writes, |w| version(w).map(|v| count(v.free_attempts))))
-            .bind(each(writes, |w| version(w).map(|v| v.updated_at)))
-            .bind(each(writes, |w| {
-                version(w).and_then(|v| v.lease_expires_at)
-            }))
-            .bind(each(writes, |w| w.next.state.as_str()))
-            .bind(each(writes, |w| count(w.next.attempt)))
-            .bind(each(writes, |w| count(w.next.free_attempts)))
-            .bind(each(writes, |w| w.next.claim_token))
-            .bind(each(writes, |w| w.next.fingerprint.clone()))
-            .bind(each(writes, |w| stamp(w.lease_expires_at).0))
-            .bind(each(writes, |w| stamp(w.lease_expires_at).1))
-            .bind(each(writes, |w| stamp(w.next_attempt_at).0))
-            .bind(each(writes, |w| stamp(w.next_attempt_at).1))
-            .bind(each(writes, |w| stamp(w.completed_at).0))
-            .bind(each(writes, |w| stamp(w.completed_at).1))
-            .bind(each(writes, mask))
-            .bind(sealed(|s| &s.last_error))
-            .bind(sealed(|s| &s.checkpoint))
-            .bind(sealed(|s| &s.response))
-            .bind(sealed(|s| &s.recovery_payload))
-            .bind(each(writes, |w| due_in(w.due)))
-            .bind(each(writes, |w| w.next.id.key.clone()))
-            .bind(each(writes, |w| {
-                version(w).is_some_and(|v| v.sealed.is_some())
-            }))
-            .bind(each(writes, |w| checked(w, |s| &s.last_error)))
-            .bind(each(writes, |w| checked(w, |s| &s.checkpoint)))
-            .bind(each(writes, |w| checked(w, |s| &s.response)))
-            .bind(each(writes, |w| checked(w, |s| &s.recovery_payload)))
-            .bind(each(writes, |w| due_wall(w.due)))
+            .bind(Value::Array(elements).to_string())
             .fetch_all(&mut *conn)
             .await
             .map_err(interpret)?;
