@@ -3,25 +3,25 @@
 //! compare-and-set write (`store::write`) at once, in one implicit transaction, so a batch
 //! costs one commit (one WAL flush) however many writes it holds.
 //!
-//! The rows come as arrays (`unnest`), bound in primary-key order with each row's position
-//! in the batch, so the statements are prepared once whatever the batch's size, each row is
-//! found through the primary key (`LATERAL … OFFSET 0`, whatever the plan's estimates), and inserts and
-//! the updates' locks go in primary-key order, so two batches never wait for each other in a cycle. An
+//! The reads come as arrays (`unnest`), the writes as one JSON array (`element.rs`), in
+//! primary-key order with each row's position in the batch, so the statements are prepared
+//! once whatever the batch's size, each row is found through the primary key (`LATERAL …
+//! OFFSET 0`, whatever the plan's estimates), and inserts and the updates' locks go in
+//! primary-key order, so two batches never wait for each other in a cycle. An
 //! update locks its row only if it is still at the version it was decided from, then reads
 //! the clock (after every lock of the batch: a lease runs from when the row was had), and
 //! writes only if the caller's answer is not yet due at that moment (`late` otherwise). A
 //! write that did not apply returns the row as the statement found it (`cur`), or no row.
 
+use super::element::element;
 use super::{PgDriver, clock, interpret};
 use crate::domain::{ReceiptKey, Timestamp};
+use crate::store::StoreError;
 use crate::store::driver::Row;
 use crate::store::row::columns;
-use crate::store::write::{Expect, RowWrite, Stamp, WriteOutcome};
-use crate::store::{StoreError, StoredBlobs};
-use serde_json::{Value, json};
+use crate::store::write::{RowWrite, WriteOutcome};
+use serde_json::Value;
 use sqlx::Row as _;
-use std::time::Duration;
-use tokio::time::Instant;
 
 /// The rows `$2`–`$4` name (with their positions `$1`), and the store's clock.
 const READ_MANY: &str = concat!(
@@ -47,7 +47,7 @@ const READ_MANY: &str = concat!(
 /// the statement's start (`due_in`) and on claimd's wall clock (`due_wall`). `$1`/`$2` are
 /// the clock's offset and frozen time. One JSON parameter costs the database a fraction of
 /// what 37 `unnest` arrays did (about 9 µs each, per statement).
-const WRITE_MANY: &str = concat!(
+pub(super) const WRITE_MANY: &str = concat!(
     "
 WITH c AS (SELECT ",
     clock!("$2", "$1"),
@@ -138,121 +138,13 @@ LEFT JOIN LATERAL (SELECT * FROM receipts r
 ORDER BY i.idx"
 );
 
-/// Room left for the answer's way back: a write is not made this close to the caller's
-/// deadline, so a write that just makes it is also answered in time.
-const ANSWER_TRIP: Duration = Duration::from_millis(2);
-
 fn idx(n: usize) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
-}
-
-/// A stamp as the pair (value, microseconds after the write's clock) the statement takes.
-fn stamp(s: Stamp) -> (Option<Timestamp>, Option<i64>) {
-    match s {
-        Stamp::At(t) => (t, None),
-        Stamp::After(us) => (None, Some(us)),
-    }
 }
 
 /// The primary key of the row `w` writes.
 fn row_key(w: &RowWrite) -> (&str, &str, &str) {
     (&w.tenant, &w.next.id.namespace, &w.next.id.key)
-}
-
-/// Bytes as `bytea`'s text input reads them.
-fn bytea(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut text = String::with_capacity(2 + bytes.len() * 2);
-    text.push_str("\\x");
-    for b in bytes {
-        text.push(char::from(DIGITS[usize::from(b >> 4)]));
-        text.push(char::from(DIGITS[usize::from(b & 15)]));
-    }
-    text
-}
-
-fn opt_bytea(bytes: Option<&[u8]>) -> Value {
-    bytes.map_or(Value::Null, |b| Value::String(bytea(b)))
-}
-
-/// A time as `timestamptz`'s text input reads it, to the microsecond.
-fn time(t: Option<Timestamp>) -> Value {
-    t.map_or(Value::Null, |t| {
-        Value::String(t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true))
-    })
-}
-
-/// The element of [`WRITE_MANY`]'s array for `w`, at position `idx` of the batch.
-fn element(idx: usize, w: &RowWrite) -> Value {
-    let (lease_at, lease_after) = stamp(w.lease_expires_at);
-    let (next_at, next_after) = stamp(w.next_attempt_at);
-    let (done_at, done_after) = stamp(w.completed_at);
-    let s = &w.sealed;
-    let sets = [
-        &s.last_error,
-        &s.checkpoint,
-        &s.response,
-        &s.recovery_payload,
-    ];
-    let mask: i32 = (0..4)
-        .filter(|&bit| sets[bit].is_some())
-        .map(|bit| 1 << bit)
-        .sum();
-    let set = |v: &Option<Option<Vec<u8>>>| opt_bytea(v.as_ref().and_then(|v| v.as_deref()));
-    let v = version(w);
-    let was = v.and_then(|v| v.sealed.as_ref());
-    let was_col =
-        |f: fn(&StoredBlobs) -> &Option<Vec<u8>>| opt_bytea(was.and_then(|s| f(s).as_deref()));
-    let life = match &w.expect {
-        Expect::Absent(life) => Some(&life[..]),
-        Expect::Row(v) => v.life_id.as_deref(),
-    };
-    json!({
-        "idx": idx, "i_tenant": w.tenant, "i_ns": w.next.id.namespace, "i_key": w.next.id.key,
-        "ins": w.inserts(), "life": opt_bytea(life),
-        "v_token": v.and_then(|v| v.claim_token).map(|t| t.to_string()), "v_state": v.map(|v| v.state.as_str()),
-        "v_attempt": v.map(|v| v.attempt), "v_free": v.map(|v| v.free_attempts),
-        "v_updated": time(v.map(|v| v.updated_at)), "v_lease": time(v.and_then(|v| v.lease_expires_at)),
-        "v_sealed": v.is_some_and(|v| v.sealed.is_some()),
-        "v_last_error": was_col(|s| &s.last_error), "v_checkpoint": was_col(|s| &s.checkpoint),
-        "v_response": was_col(|s| &s.response), "v_payload": was_col(|s| &s.recovery_payload),
-        "n_state": w.next.state.as_str(), "n_attempt": w.next.attempt,
-        "n_free": w.next.free_attempts, "n_token": w.next.claim_token.map(|t| t.to_string()),
-        "n_fingerprint": bytea(&w.next.fingerprint),
-        "lease_at": time(lease_at), "lease_after": lease_after,
-        "next_at": time(next_at), "next_after": next_after,
-        "done_at": time(done_at), "done_after": done_after,
-        "mask": mask, "n_last_error": set(&s.last_error), "n_checkpoint": set(&s.checkpoint),
-        "n_response": set(&s.response), "n_payload": set(&s.recovery_payload),
-        "due_in": due_in(w.due), "due_wall": time(due_wall(w.due)),
-    })
-}
-
-/// The version an update expects; `None` for an insert.
-fn version(w: &RowWrite) -> Option<&crate::store::write::Version> {
-    match &w.expect {
-        Expect::Row(v) => Some(v),
-        Expect::Absent(_) => None,
-    }
-}
-
-/// Microseconds from now until `due` less the answer's trip, for the statement's check.
-fn due_in(due: Option<Instant>) -> Option<i64> {
-    let left = due?
-        .saturating_duration_since(Instant::now())
-        .saturating_sub(ANSWER_TRIP);
-    Some(i64::try_from(left.as_micros()).unwrap_or(i64::MAX))
-}
-
-/// `due` less the answer's trip on this process's wall clock. The statement keeps the
-/// earlier of this and [`due_in`] after its own start: with the two clocks in step the
-/// deadline holds exactly however long the statement took to reach the database; with
-/// them apart it holds to within the statement's trip, as the relative one alone does.
-fn due_wall(due: Option<Instant>) -> Option<Timestamp> {
-    let left = due?
-        .saturating_duration_since(Instant::now())
-        .saturating_sub(ANSWER_TRIP);
-    Some(chrono::Utc::now() + left)
 }
 
 /// The row of a `found` result, or none.

@@ -7,6 +7,7 @@
 //! clock, shifted by the store's [`Clock`], through one SQL expression ([`clock!`]).
 
 mod batch;
+mod element;
 mod keys;
 mod pages;
 mod prune;

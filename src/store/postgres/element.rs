@@ -1,0 +1,205 @@
+//! A batch's writes as the elements of the write statement's JSON array (`batch.rs`): one
+//! object per row, its fields named as the statement's columns, bytes in `bytea`'s hex
+//! text, times in RFC 3339 to the microsecond, absent values `null`.
+
+use crate::domain::Timestamp;
+use crate::store::StoredBlobs;
+use crate::store::write::{Expect, RowWrite, Stamp, Version};
+use serde_json::{Value, json};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Room left for the answer's way back: a write is not made this close to the caller's
+/// deadline, so a write that just makes it is also answered in time.
+const ANSWER_TRIP: Duration = Duration::from_millis(2);
+
+/// A stamp as the pair (value, microseconds after the write's clock) the statement takes.
+fn stamp(s: Stamp) -> (Option<Timestamp>, Option<i64>) {
+    match s {
+        Stamp::At(t) => (t, None),
+        Stamp::After(us) => (None, Some(us)),
+    }
+}
+
+/// Bytes as `bytea`'s text input reads them.
+fn bytea(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(2 + bytes.len() * 2);
+    text.push_str("\\x");
+    for b in bytes {
+        text.push(char::from(DIGITS[usize::from(b >> 4)]));
+        text.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    text
+}
+
+fn opt_bytea(bytes: Option<&[u8]>) -> Value {
+    bytes.map_or(Value::Null, |b| Value::String(bytea(b)))
+}
+
+/// A time as `timestamptz`'s text input reads it, to the microsecond.
+fn time(t: Option<Timestamp>) -> Value {
+    t.map_or(Value::Null, |t| {
+        Value::String(t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true))
+    })
+}
+
+/// The element of the write statement's array for `w`, at position `idx` of the batch.
+pub(super) fn element(idx: usize, w: &RowWrite) -> Value {
+    let (lease_at, lease_after) = stamp(w.lease_expires_at);
+    let (next_at, next_after) = stamp(w.next_attempt_at);
+    let (done_at, done_after) = stamp(w.completed_at);
+    let s = &w.sealed;
+    let sets = [
+        &s.last_error,
+        &s.checkpoint,
+        &s.response,
+        &s.recovery_payload,
+    ];
+    let mask: i32 = (0..4)
+        .filter(|&bit| sets[bit].is_some())
+        .map(|bit| 1 << bit)
+        .sum();
+    let set = |v: &Option<Option<Vec<u8>>>| opt_bytea(v.as_ref().and_then(|v| v.as_deref()));
+    let v = version(w);
+    let was = v.and_then(|v| v.sealed.as_ref());
+    let was_col =
+        |f: fn(&StoredBlobs) -> &Option<Vec<u8>>| opt_bytea(was.and_then(|s| f(s).as_deref()));
+    let life = match &w.expect {
+        Expect::Absent(life) => Some(&life[..]),
+        Expect::Row(v) => v.life_id.as_deref(),
+    };
+    json!({
+        "idx": idx, "i_tenant": w.tenant, "i_ns": w.next.id.namespace, "i_key": w.next.id.key,
+        "ins": w.inserts(), "life": opt_bytea(life),
+        "v_token": v.and_then(|v| v.claim_token).map(|t| t.to_string()), "v_state": v.map(|v| v.state.as_str()),
+        "v_attempt": v.map(|v| v.attempt), "v_free": v.map(|v| v.free_attempts),
+        "v_updated": time(v.map(|v| v.updated_at)), "v_lease": time(v.and_then(|v| v.lease_expires_at)),
+        "v_sealed": v.is_some_and(|v| v.sealed.is_some()),
+        "v_last_error": was_col(|s| &s.last_error), "v_checkpoint": was_col(|s| &s.checkpoint),
+        "v_response": was_col(|s| &s.response), "v_payload": was_col(|s| &s.recovery_payload),
+        "n_state": w.next.state.as_str(), "n_attempt": w.next.attempt,
+        "n_free": w.next.free_attempts, "n_token": w.next.claim_token.map(|t| t.to_string()),
+        "n_fingerprint": bytea(&w.next.fingerprint),
+        "lease_at": time(lease_at), "lease_after": lease_after,
+        "next_at": time(next_at), "next_after": next_after,
+        "done_at": time(done_at), "done_after": done_after,
+        "mask": mask, "n_last_error": set(&s.last_error), "n_checkpoint": set(&s.checkpoint),
+        "n_response": set(&s.response), "n_payload": set(&s.recovery_payload),
+        "due_in": due_in(w.due), "due_wall": time(due_wall(w.due)),
+    })
+}
+
+/// The version an update expects; `None` for an insert.
+fn version(w: &RowWrite) -> Option<&Version> {
+    match &w.expect {
+        Expect::Row(v) => Some(v),
+        Expect::Absent(_) => None,
+    }
+}
+
+/// Microseconds from now until `due` less the answer's trip, for the statement's check.
+fn due_in(due: Option<Instant>) -> Option<i64> {
+    let left = due?
+        .saturating_duration_since(Instant::now())
+        .saturating_sub(ANSWER_TRIP);
+    Some(i64::try_from(left.as_micros()).unwrap_or(i64::MAX))
+}
+
+/// `due` less the answer's trip on this process's wall clock. The statement keeps the
+/// earlier of this and [`due_in`] after its own start: with the two clocks in step the
+/// deadline holds exactly however long the statement took to reach the database; with
+/// them apart it holds to within the statement's trip, as the relative one alone does.
+fn due_wall(due: Option<Instant>) -> Option<Timestamp> {
+    let left = due?
+        .saturating_duration_since(Instant::now())
+        .saturating_sub(ANSWER_TRIP);
+    Some(chrono::Utc::now() + left)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{ClaimInput, Policy, ReceiptKey, decide_claim};
+    use crate::store::write::Sealed;
+    use chrono::TimeDelta;
+    use uuid::Uuid;
+
+    /// A new receipt's write and a write over it (a takeover), both decided at `now`.
+    fn writes() -> [RowWrite; 2] {
+        let now = chrono::Utc::now();
+        let input = ClaimInput {
+            id: ReceiptKey {
+                namespace: "ns".into(),
+                key: "k".into(),
+            },
+            fingerprint: vec![0, 0xab],
+            lease_ttl: TimeDelta::seconds(30),
+            recovery_payload: None,
+            new_token: Uuid::new_v4(),
+        };
+        let new = decide_claim(None, &input, now, &Policy::default()).receipt;
+        let stored = StoredBlobs {
+            life_id: Some(vec![7; 16]),
+            ..StoredBlobs::default()
+        };
+        let insert = RowWrite::new(
+            "t",
+            Expect::Absent([7; 16]),
+            None,
+            new.clone(),
+            now,
+            (Sealed::all(stored.clone()), stored.clone()),
+            None,
+        );
+        let later = now + TimeDelta::seconds(60);
+        let taken = decide_claim(Some(&new), &input, later, &Policy::default()).receipt;
+        let update = RowWrite::new(
+            "t",
+            Expect::Row(Version::of(&new, &stored)),
+            Some(&new),
+            taken,
+            later,
+            (Sealed::default(), stored),
+            Some(Instant::now() + Duration::from_secs(5)),
+        );
+        [insert, update]
+    }
+
+    #[test]
+    fn every_field_is_a_column_of_the_write_statement_and_bytes_are_hex() {
+        let columns = super::super::batch::WRITE_MANY;
+        for w in writes() {
+            let Value::Object(fields) = element(3, &w) else {
+                panic!("an element is an object");
+            };
+            for name in fields.keys() {
+                assert!(
+                    columns.contains(&format!(" {name} "))
+                        || columns.contains(&format!("({name} ")),
+                    "{name} is not a column of the statement's recordset"
+                );
+            }
+            assert_eq!(fields["idx"], 3);
+            assert_eq!(fields["n_fingerprint"], "\\x00ab");
+            assert_eq!(fields["i_key"], "k");
+        }
+        let [insert, update] = writes();
+        let insert = element(0, &insert);
+        assert_eq!(insert["ins"], true);
+        assert_eq!(insert["life"], format!("\\x{}", "07".repeat(16)));
+        assert_eq!(insert["lease_after"], 30_000_000);
+        assert_eq!(insert["v_state"], Value::Null);
+        let update = element(1, &update);
+        assert_eq!(update["ins"], false);
+        assert_eq!(update["v_state"], "processing");
+        assert_eq!(update["v_attempt"], 1);
+        assert_eq!(update["n_attempt"], 2);
+        assert!(update["due_in"].as_i64().is_some_and(|us| us > 0));
+        let v_updated = update["v_updated"].as_str().expect("a time");
+        assert!(
+            v_updated.ends_with('Z') && v_updated.contains('.'),
+            "{v_updated}"
+        );
+    }
+}
