@@ -62,31 +62,30 @@ fn assert_success(out: &Output) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_workload_gets_right_answers_from_claimd_and_the_sql_baseline_on_postgres() {
-    let url = pg::fresh_database().await;
+/// Runs every workload with `args` and 1,000 receipts prefilled, demands exit status 0 and
+/// a table with the ratio column, and returns the CSV's header and rows.
+async fn every_workload(args: &[&str]) -> (Vec<String>, Vec<Vec<String>>) {
     let dir = tempfile::tempdir().expect("temp dir");
     let csv = dir.path().join("bench.csv");
     let mut cmd = bench();
-    cmd.args([
-        "--database-url",
-        &url,
-        "--workload",
-        "all",
-        "--prefill",
-        "1000",
-    ])
-    .arg("--csv")
-    .arg(&csv);
+    cmd.args(args)
+        .args(["--workload", "all", "--prefill", "1000"])
+        .arg("--csv")
+        .arg(&csv);
     let out = output(cmd).await;
     assert_success(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("thr/SQL"),
-        "no ratio in the table:\n{stdout}"
+        "no ratio column in the table:\n{stdout}"
     );
+    read_csv(&csv)
+}
 
-    let (header, rows) = read_csv(&csv);
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_workload_gets_right_answers_from_claimd_and_the_sql_baseline_on_postgres() {
+    let url = pg::fresh_database().await;
+    let (header, rows) = every_workload(&["--database-url", &url]).await;
     assert_eq!(
         rows.len(),
         2 * WORKLOADS.len(),
@@ -126,28 +125,7 @@ async fn every_workload_gets_right_answers_from_claimd_and_the_sql_baseline_on_p
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_workload_gets_right_answers_from_claimd_on_sqlite() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let csv = dir.path().join("bench.csv");
-    let mut cmd = bench();
-    cmd.args([
-        "--store",
-        "sqlite",
-        "--workload",
-        "all",
-        "--prefill",
-        "1000",
-    ])
-    .arg("--csv")
-    .arg(&csv);
-    let out = output(cmd).await;
-    assert_success(&out);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("thr/SQL"),
-        "no ratio column in the table:\n{stdout}"
-    );
-
-    let (header, rows) = read_csv(&csv);
+    let (header, rows) = every_workload(&["--store", "sqlite"]).await;
     assert_eq!(rows.len(), WORKLOADS.len(), "one claimd row per workload");
     assert!(header.iter().any(|h| h == "throughput_ratio"));
     for (row, workload) in rows.iter().zip(WORKLOADS) {
