@@ -88,28 +88,6 @@ impl Version {
             sealed: None,
         }
     }
-
-    /// Whether the row `(receipt, blobs)` is at this version.
-    pub fn matches(&self, receipt: &Receipt, blobs: &StoredBlobs) -> bool {
-        let same_sealed = self.sealed.as_ref().is_none_or(|s| {
-            (
-                &s.last_error,
-                &s.checkpoint,
-                &s.response,
-                &s.recovery_payload,
-            ) == (
-                &blobs.last_error,
-                &blobs.checkpoint,
-                &blobs.response,
-                &blobs.recovery_payload,
-            )
-        });
-        same_sealed
-            && Version {
-                sealed: None,
-                ..self.clone()
-            } == Version::of(receipt, blobs)
-    }
 }
 
 /// The row a write expects.

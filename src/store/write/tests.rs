@@ -138,43 +138,6 @@ fn unchanged_times_are_written_as_they_were_and_changed_ones_relative_to_the_wri
 }
 
 #[test]
-fn a_version_with_sealed_columns_matches_only_those_bytes() {
-    let policy = Policy::default();
-    let (r, _) = receipts(&policy).remove(0);
-    let stored = StoredBlobs {
-        checkpoint: Some(b"sealed cp".to_vec()),
-        life_id: Some(vec![1; LIFE_LEN]),
-        ..StoredBlobs::default()
-    };
-    let plain = Version::of(&r, &stored);
-    assert!(plain.matches(&r, &stored));
-    let strict = Version {
-        sealed: Some(stored.clone()),
-        ..plain.clone()
-    };
-    assert!(strict.matches(&r, &stored));
-    let tampered = StoredBlobs {
-        checkpoint: Some(b"sealed cq".to_vec()),
-        ..stored.clone()
-    };
-    assert!(
-        plain.matches(&r, &tampered),
-        "unchecked without sealed columns"
-    );
-    assert!(!strict.matches(&r, &tampered));
-    let other_life = StoredBlobs {
-        life_id: Some(vec![2; LIFE_LEN]),
-        ..stored.clone()
-    };
-    assert!(!plain.matches(&r, &other_life));
-    let moved = Receipt {
-        updated_at: r.updated_at + TimeDelta::microseconds(1),
-        ..r.clone()
-    };
-    assert!(!plain.matches(&moved, &stored));
-}
-
-#[test]
 fn sealed_over_keeps_what_it_does_not_set() {
     let stored = StoredBlobs {
         last_error: Some(b"e".to_vec()),
