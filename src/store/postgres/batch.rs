@@ -20,7 +20,6 @@ use crate::store::StoreError;
 use crate::store::driver::Row;
 use crate::store::row::columns;
 use crate::store::write::{RowWrite, WriteOutcome};
-use serde_json::Value;
 use sqlx::Row as _;
 
 /// The rows `$2`–`$4` name (with their positions `$1`), and the store's clock.
@@ -195,13 +194,16 @@ impl PgDriver {
         let sorted: Vec<&RowWrite> = order.iter().map(|&i| &writes[i]).collect();
         // The connection first: the deadlines are measured from when the statement is sent.
         let mut conn = self.pool.acquire().await.map_err(interpret)?;
-        let elements: Vec<Value> = (order.iter().zip(&sorted))
+        let elements: Vec<_> = (order.iter().zip(&sorted))
             .map(|(&idx, w)| element(idx, w))
             .collect();
+        // Serializing borrowed fields cannot fail (no maps with non-string keys).
+        let elements =
+            serde_json::to_string(&elements).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         let rows = sqlx::query(WRITE_MANY)
             .bind(self.offset())
             .bind(self.frozen())
-            .bind(Value::Array(elements).to_string())
+            .bind(elements)
             .fetch_all(&mut *conn)
             .await
             .map_err(interpret)?;

@@ -5,47 +5,95 @@
 use crate::domain::Timestamp;
 use crate::store::StoredBlobs;
 use crate::store::write::{Expect, RowWrite, Stamp, Version};
-use serde_json::{Value, json};
+use serde::{Serialize, Serializer};
+use std::fmt;
 use std::time::Duration;
 use tokio::time::Instant;
+use uuid::Uuid;
 
 /// Room left for the answer's way back: a write is not made this close to the caller's
 /// deadline, so a write that just makes it is also answered in time.
 const ANSWER_TRIP: Duration = Duration::from_millis(2);
 
 /// A stamp as the pair (value, microseconds after the write's clock) the statement takes.
-fn stamp(s: Stamp) -> (Option<Timestamp>, Option<i64>) {
+fn stamp(s: Stamp) -> (Option<Time>, Option<i64>) {
     match s {
-        Stamp::At(t) => (t, None),
+        Stamp::At(t) => (t.map(Time), None),
         Stamp::After(us) => (None, Some(us)),
     }
 }
 
-/// Bytes as `bytea`'s text input reads them.
-fn bytea(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut text = String::with_capacity(2 + bytes.len() * 2);
-    text.push_str("\\x");
-    for b in bytes {
-        text.push(char::from(DIGITS[usize::from(b >> 4)]));
-        text.push(char::from(DIGITS[usize::from(b & 15)]));
+/// Bytes as `bytea`'s text input reads them (`\x` and hex), written straight into the JSON.
+#[derive(Clone, Copy)]
+struct Hex<'a>(&'a [u8]);
+
+impl fmt::Display for Hex<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("\\x")?;
+        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
     }
-    text
 }
 
-fn opt_bytea(bytes: Option<&[u8]>) -> Value {
-    bytes.map_or(Value::Null, |b| Value::String(bytea(b)))
+impl Serialize for Hex<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 /// A time as `timestamptz`'s text input reads it, to the microsecond.
-fn time(t: Option<Timestamp>) -> Value {
-    t.map_or(Value::Null, |t| {
-        Value::String(t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true))
-    })
+#[derive(Clone, Copy)]
+struct Time(Timestamp);
+
+impl Serialize for Time {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&self.0.format("%Y-%m-%dT%H:%M:%S%.6fZ"))
+    }
+}
+
+/// One element of the write statement's array: its fields are the statement's columns
+/// (`None` is `null`), borrowed from the write and serialized without an intermediate
+/// JSON tree.
+#[derive(Serialize)]
+pub(super) struct Element<'a> {
+    idx: usize,
+    i_tenant: &'a str,
+    i_ns: &'a str,
+    i_key: &'a str,
+    ins: bool,
+    life: Option<Hex<'a>>,
+    v_token: Option<Uuid>,
+    v_state: Option<&'static str>,
+    v_attempt: Option<u32>,
+    v_free: Option<u32>,
+    v_updated: Option<Time>,
+    v_lease: Option<Time>,
+    v_sealed: bool,
+    v_last_error: Option<Hex<'a>>,
+    v_checkpoint: Option<Hex<'a>>,
+    v_response: Option<Hex<'a>>,
+    v_payload: Option<Hex<'a>>,
+    n_state: &'static str,
+    n_attempt: u32,
+    n_free: u32,
+    n_token: Option<Uuid>,
+    n_fingerprint: Hex<'a>,
+    lease_at: Option<Time>,
+    lease_after: Option<i64>,
+    next_at: Option<Time>,
+    next_after: Option<i64>,
+    done_at: Option<Time>,
+    done_after: Option<i64>,
+    mask: i32,
+    n_last_error: Option<Hex<'a>>,
+    n_checkpoint: Option<Hex<'a>>,
+    n_response: Option<Hex<'a>>,
+    n_payload: Option<Hex<'a>>,
+    due_in: Option<i64>,
+    due_wall: Option<Time>,
 }
 
 /// The element of the write statement's array for `w`, at position `idx` of the batch.
-pub(super) fn element(idx: usize, w: &RowWrite) -> Value {
+pub(super) fn element(idx: usize, w: &RowWrite) -> Element<'_> {
     let (lease_at, lease_after) = stamp(w.lease_expires_at);
     let (next_at, next_after) = stamp(w.next_attempt_at);
     let (done_at, done_after) = stamp(w.completed_at);
@@ -60,34 +108,54 @@ pub(super) fn element(idx: usize, w: &RowWrite) -> Value {
         .filter(|&bit| sets[bit].is_some())
         .map(|bit| 1 << bit)
         .sum();
-    let set = |v: &Option<Option<Vec<u8>>>| opt_bytea(v.as_ref().and_then(|v| v.as_deref()));
+    fn set(v: &Option<Option<Vec<u8>>>) -> Option<Hex<'_>> {
+        v.as_ref().and_then(|v| v.as_deref()).map(Hex)
+    }
     let v = version(w);
     let was = v.and_then(|v| v.sealed.as_ref());
     let was_col =
-        |f: fn(&StoredBlobs) -> &Option<Vec<u8>>| opt_bytea(was.and_then(|s| f(s).as_deref()));
+        |f: fn(&StoredBlobs) -> &Option<Vec<u8>>| was.and_then(|s| f(s).as_deref()).map(Hex);
     let life = match &w.expect {
         Expect::Absent(life) => Some(&life[..]),
         Expect::Row(v) => v.life_id.as_deref(),
     };
-    json!({
-        "idx": idx, "i_tenant": w.tenant, "i_ns": w.next.id.namespace, "i_key": w.next.id.key,
-        "ins": w.inserts(), "life": opt_bytea(life),
-        "v_token": v.and_then(|v| v.claim_token).map(|t| t.to_string()), "v_state": v.map(|v| v.state.as_str()),
-        "v_attempt": v.map(|v| v.attempt), "v_free": v.map(|v| v.free_attempts),
-        "v_updated": time(v.map(|v| v.updated_at)), "v_lease": time(v.and_then(|v| v.lease_expires_at)),
-        "v_sealed": v.is_some_and(|v| v.sealed.is_some()),
-        "v_last_error": was_col(|s| &s.last_error), "v_checkpoint": was_col(|s| &s.checkpoint),
-        "v_response": was_col(|s| &s.response), "v_payload": was_col(|s| &s.recovery_payload),
-        "n_state": w.next.state.as_str(), "n_attempt": w.next.attempt,
-        "n_free": w.next.free_attempts, "n_token": w.next.claim_token.map(|t| t.to_string()),
-        "n_fingerprint": bytea(&w.next.fingerprint),
-        "lease_at": time(lease_at), "lease_after": lease_after,
-        "next_at": time(next_at), "next_after": next_after,
-        "done_at": time(done_at), "done_after": done_after,
-        "mask": mask, "n_last_error": set(&s.last_error), "n_checkpoint": set(&s.checkpoint),
-        "n_response": set(&s.response), "n_payload": set(&s.recovery_payload),
-        "due_in": due_in(w.due), "due_wall": time(due_wall(w.due)),
-    })
+    Element {
+        idx,
+        i_tenant: &w.tenant,
+        i_ns: &w.next.id.namespace,
+        i_key: &w.next.id.key,
+        ins: w.inserts(),
+        life: life.map(Hex),
+        v_token: v.and_then(|v| v.claim_token),
+        v_state: v.map(|v| v.state.as_str()),
+        v_attempt: v.map(|v| v.attempt),
+        v_free: v.map(|v| v.free_attempts),
+        v_updated: v.map(|v| Time(v.updated_at)),
+        v_lease: v.and_then(|v| v.lease_expires_at).map(Time),
+        v_sealed: v.is_some_and(|v| v.sealed.is_some()),
+        v_last_error: was_col(|s| &s.last_error),
+        v_checkpoint: was_col(|s| &s.checkpoint),
+        v_response: was_col(|s| &s.response),
+        v_payload: was_col(|s| &s.recovery_payload),
+        n_state: w.next.state.as_str(),
+        n_attempt: w.next.attempt,
+        n_free: w.next.free_attempts,
+        n_token: w.next.claim_token,
+        n_fingerprint: Hex(&w.next.fingerprint),
+        lease_at,
+        lease_after,
+        next_at,
+        next_after,
+        done_at,
+        done_after,
+        mask,
+        n_last_error: set(&s.last_error),
+        n_checkpoint: set(&s.checkpoint),
+        n_response: set(&s.response),
+        n_payload: set(&s.recovery_payload),
+        due_in: due_in(w.due),
+        due_wall: due_wall(w.due).map(Time),
+    }
 }
 
 /// The version an update expects; `None` for an insert.
@@ -123,7 +191,7 @@ mod tests {
     use crate::domain::{ClaimInput, Policy, ReceiptKey, decide_claim};
     use crate::store::write::Sealed;
     use chrono::TimeDelta;
-    use uuid::Uuid;
+    use serde_json::Value;
 
     /// A new receipt's write and a write over it (a takeover), both decided at `now`.
     fn writes() -> [RowWrite; 2] {
@@ -166,11 +234,16 @@ mod tests {
         [insert, update]
     }
 
+    /// The element as the statement receives it.
+    fn json(idx: usize, w: &RowWrite) -> Value {
+        serde_json::to_value(element(idx, w)).expect("an element serializes")
+    }
+
     #[test]
     fn every_field_is_a_column_of_the_write_statement_and_bytes_are_hex() {
         let columns = super::super::batch::WRITE_MANY;
         for w in writes() {
-            let Value::Object(fields) = element(3, &w) else {
+            let Value::Object(fields) = json(3, &w) else {
                 panic!("an element is an object");
             };
             for name in fields.keys() {
@@ -185,12 +258,12 @@ mod tests {
             assert_eq!(fields["i_key"], "k");
         }
         let [insert, update] = writes();
-        let insert = element(0, &insert);
+        let insert = json(0, &insert);
         assert_eq!(insert["ins"], true);
         assert_eq!(insert["life"], format!("\\x{}", "07".repeat(16)));
         assert_eq!(insert["lease_after"], 30_000_000);
         assert_eq!(insert["v_state"], Value::Null);
-        let update = element(1, &update);
+        let update = json(1, &update);
         assert_eq!(update["ins"], false);
         assert_eq!(update["v_state"], "processing");
         assert_eq!(update["v_attempt"], 1);
