@@ -79,14 +79,18 @@ impl SqliteDriver {
             true => Some(Arc::new(lock::lock(connect.get_filename())?)),
             false => None,
         };
+        // A file has no peer to lose: sqlx's ping on every acquire would only cost a trip
+        // to the connection's worker thread.
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
+            .test_before_acquire(false)
             .acquire_timeout(options.acquire_timeout)
             .connect_with(connect.clone())
             .await
             .map_err(interpret)?;
         let reader = SqlitePoolOptions::new()
             .max_connections(options.max_connections.clamp(1, 8))
+            .test_before_acquire(false)
             .acquire_timeout(options.acquire_timeout)
             .connect_with(connect.read_only(true))
             .await
