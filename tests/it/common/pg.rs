@@ -135,10 +135,30 @@ impl PrivateCluster {
 
     /// Fast shutdown (SIGINT); returns once the server has exited.
     pub fn stop(&mut self) {
+        self.stop_with(Signal::SIGINT);
+    }
+
+    /// `kill -9` of the postmaster and every process it started (no shutdown at all: the
+    /// next start runs crash recovery), then a start on the same data directory.
+    pub fn kill_9_and_restart(&mut self) {
+        if let Some(server) = &self.server {
+            let children = children_of(server.pid);
+            let _ = kill(server.pid, Signal::SIGKILL);
+            for child in children {
+                let _ = kill(child, Signal::SIGKILL);
+            }
+        }
+        self.stop_with(Signal::SIGKILL);
+        self.restart();
+    }
+
+    /// Stops the server with `signal` (SIGINT fast, SIGQUIT immediate, SIGKILL none) and
+    /// returns once it has exited.
+    pub fn stop_with(&mut self, signal: Signal) {
         let Some(server) = self.server.take() else {
             return;
         };
-        let _ = kill(server.pid, Signal::SIGINT);
+        let _ = kill(server.pid, signal);
         let deadline = Instant::now() + STOP_TIMEOUT;
         while !server.waiter.is_finished() && Instant::now() < deadline {
             thread::sleep(Duration::from_millis(20));
@@ -233,6 +253,25 @@ impl Drop for PrivateCluster {
         self.stop();
         let _ = fs::remove_dir_all(&self.dir);
     }
+}
+
+/// The processes whose parent is `parent` (from `/proc`).
+fn children_of(parent: Pid) -> Vec<Pid> {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| {
+            // `/proc/PID/stat`: "pid (comm) state ppid …"; comm may hold spaces.
+            fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+                after.split_whitespace().nth(1) == Some(&parent.as_raw().to_string())
+            })
+        })
+        .map(Pid::from_raw)
+        .collect()
 }
 
 /// The directory with the server binaries, checked to contain them.
