@@ -40,8 +40,17 @@ async fn under_load<F: Future<Output = ()>>(
     settle: Duration,
     fault: F,
 ) -> checker::Verdict {
+    under(workload::Workload::default(), addrs, settle, fault).await
+}
+
+/// [`under_load`] with callers that behave as `load` says.
+async fn under<F: Future<Output = ()>>(
+    load: workload::Workload,
+    addrs: &[SocketAddr],
+    settle: Duration,
+    fault: F,
+) -> checker::Verdict {
     let stop = Arc::new(AtomicBool::new(false));
-    let load = workload::Workload::default();
     let running = {
         let (addrs, stop) = (addrs.to_vec(), stop.clone());
         tokio::spawn(async move { workload::run(&load, &addrs, stop).await })
@@ -164,4 +173,65 @@ async fn sqlite_kill_9_during_batches_loses_nothing_acknowledged() {
     })
     .await;
     verdict.assert_valid();
+}
+
+/// Half the callers give every call a deadline of 0.5–30 ms: calls are cancelled while
+/// queued for a batch, while their statement runs, and on the way back.
+fn cancelling() -> workload::Workload {
+    workload::Workload {
+        cancel_within: Some(Duration::from_millis(30)),
+        ..workload::Workload::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_callers_cancelling_mid_call_lose_nothing_acknowledged() {
+    let url = crate::common::pg::fresh_database().await;
+    let addr = free_addr();
+    let _server = replica(Db::Postgres(&url), addr).await;
+    let verdict = under(cancelling(), &[addr], 4 * SECOND, async {}).await;
+    verdict.assert_valid();
+    assert!(verdict.unknown > 0, "no call was cut short: {verdict:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_callers_cancelling_mid_call_lose_nothing_acknowledged() {
+    let dir = tempfile::tempdir().expect("a data directory");
+    let addr = free_addr();
+    let _server = replica(Db::Sqlite(dir.path()), addr).await;
+    let verdict = under(cancelling(), &[addr], 4 * SECOND, async {}).await;
+    verdict.assert_valid();
+    assert!(verdict.unknown > 0, "no call was cut short: {verdict:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_lock_waits_past_the_db_timeout_lose_nothing_acknowledged() {
+    let url = crate::common::pg::fresh_database().await;
+    let addr = free_addr();
+    let _server = replica(Db::Postgres(&url), addr).await;
+    let verdict = under_load(&[addr], 2 * SECOND, async {
+        tokio::time::sleep(SECOND).await;
+        // Writes wait behind this lock (reads do not) for longer than `--db-timeout` (2 s):
+        // PostgreSQL's statement_timeout cancels them and claimd answers UNAVAILABLE.
+        let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&url)
+            .await
+            .expect("a connection of the test's own");
+        for statement in ["BEGIN", "LOCK TABLE receipts IN EXCLUSIVE MODE"] {
+            sqlx::query(statement)
+                .execute(&mut conn)
+                .await
+                .expect("the table lock");
+        }
+        tokio::time::sleep(3 * SECOND).await;
+        sqlx::query("ROLLBACK")
+            .execute(&mut conn)
+            .await
+            .expect("the lock released");
+    })
+    .await;
+    verdict.assert_valid();
+    assert!(
+        verdict.unknown > 0,
+        "no write waited past the timeout: {verdict:?}"
+    );
 }

@@ -35,6 +35,9 @@ pub struct Workload {
     pub lease: Duration,
     /// The deadline of each call.
     pub call_timeout: Duration,
+    /// When set, every other caller gives each call a random deadline of at most this, so
+    /// many calls are cancelled while queued, in a statement, or on the way back.
+    pub cancel_within: Option<Duration>,
 }
 
 impl Default for Workload {
@@ -46,6 +49,7 @@ impl Default for Workload {
             // The shortest lease and retry delay claimd accepts (docs/DESIGN.md §2.8).
             lease: Duration::from_secs(1),
             call_timeout: Duration::from_secs(3),
+            cancel_within: None,
         }
     }
 }
@@ -73,9 +77,20 @@ struct Caller {
     client: ClaimServiceClient<Channel>,
     history: Recorder,
     lease: Duration,
+    cancel_within: Option<Duration>,
 }
 
 impl Caller {
+    /// `message` with this caller's deadline: the channel's, or a random short one.
+    fn request<T>(&self, message: T) -> tonic::Request<T> {
+        let mut request = tonic::Request::new(message);
+        if let Some(most) = self.cancel_within {
+            let micros = rand::rng().random_range(500..=most.as_micros().max(501));
+            request.set_timeout(Duration::from_micros(u64::try_from(micros).unwrap_or(500)));
+        }
+        request
+    }
+
     /// Sends one call, records it, and returns its outcome.
     async fn call(&mut self, key: &str, call: Call, token: Option<&str>) -> Outcome {
         let ns = NS.to_owned();
@@ -86,16 +101,16 @@ impl Caller {
             _ => Vec::new(),
         };
         let start = Instant::now();
-        let c = &mut self.client;
+        let mut c = self.client.clone();
         let answer = match call {
             Call::Claim => c
-                .claim(pb::ClaimRequest {
+                .claim(self.request(pb::ClaimRequest {
                     namespace: ns,
                     key: k,
                     fingerprint: key.as_bytes().to_vec(),
                     lease_ttl: duration(self.lease),
                     ..Default::default()
-                })
+                }))
                 .await
                 .map(|r| {
                     let r = r.into_inner();
@@ -106,42 +121,42 @@ impl Caller {
                     )
                 }),
             Call::Complete => c
-                .complete(pb::CompleteRequest {
+                .complete(self.request(pb::CompleteRequest {
                     namespace: ns,
                     key: k,
                     claim_token: t,
                     response: sent_response.clone(),
-                })
+                }))
                 .await
                 .map(|r| (None, None, r.into_inner().receipt)),
             Call::Heartbeat => c
-                .heartbeat(pb::HeartbeatRequest {
+                .heartbeat(self.request(pb::HeartbeatRequest {
                     namespace: ns,
                     key: k,
                     claim_token: t,
                     lease_ttl: duration(self.lease),
                     checkpoint: None,
-                })
+                }))
                 .await
                 .map(|r| (None, None, r.into_inner().receipt)),
             Call::Retry => c
-                .retry(pb::RetryRequest {
+                .retry(self.request(pb::RetryRequest {
                     namespace: ns,
                     key: k,
                     claim_token: t,
                     error: "flaky".into(),
                     retry_after: duration(Duration::from_secs(1)),
                     count_attempt: None,
-                })
+                }))
                 .await
                 .map(|r| (None, None, r.into_inner().receipt)),
             Call::Quarantine => c
-                .quarantine(pb::QuarantineRequest {
+                .quarantine(self.request(pb::QuarantineRequest {
                     namespace: ns,
                     key: k,
                     claim_token: t,
                     error: "poison".into(),
-                })
+                }))
                 .await
                 .map(|r| (None, None, r.into_inner().receipt)),
         };
@@ -178,6 +193,7 @@ pub async fn run(workload: &Workload, replicas: &[SocketAddr], stop: Arc<AtomicB
             client: channel(replicas[id % replicas.len()], workload.call_timeout),
             history: history.clone(),
             lease: workload.lease,
+            cancel_within: workload.cancel_within.filter(|_| id % 2 == 1),
         };
         let (w, stop) = (workload.clone(), stop.clone());
         tokio::spawn(async move {
