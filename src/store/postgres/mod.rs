@@ -60,10 +60,18 @@ type ReceiptRow = crate::store::row::ReceiptRow<i32, crate::domain::Timestamp>;
 /// How long a pooled connection may sit idle before it is pinged on its way out of the pool.
 const IDLE_PING_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// How long past `--db-timeout` claimd waits for an answer from the database before it gives
+/// up on the connection: the server's `statement_timeout` answers first when the database is
+/// there, this when it is not (a partition, a blackholed link, a half-open connection).
+const NO_ANSWER_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Receipts in PostgreSQL.
 #[derive(Debug, Clone)]
 pub struct PgDriver {
     pool: PgPool,
+    /// The longest claimd waits for one statement, connection included (`--db-timeout`
+    /// plus [`NO_ANSWER_GRACE`]).
+    bound: std::time::Duration,
     clock: Clock,
     seal: Arc<Sealer>,
     batcher: Batcher,
@@ -106,6 +114,7 @@ impl PgDriver {
             .map_err(interpret)?;
         Ok(PgDriver {
             pool,
+            bound: options.acquire_timeout + NO_ANSWER_GRACE,
             clock: options.clock.clone(),
             seal: options.seal.clone(),
             batcher: Batcher::new(
@@ -113,6 +122,28 @@ impl PgDriver {
                 crate::config::defaults::GROUP_COMMIT_LANES_POSTGRES,
             ),
         })
+    }
+
+    /// `statement`, given up as [`StoreError::Unavailable`] when the database has not
+    /// answered within [`PgDriver::bound`]. `statement_timeout` is the server's: a server
+    /// that never receives the statement, or whose answer never arrives, cancels nothing,
+    /// and a connection waits for it forever. The connection given up on is tested by sqlx
+    /// on its way back to the pool and dropped if it does not answer. A write given up on
+    /// may still commit, as one whose answer is lost: the caller is told UNAVAILABLE, which
+    /// does not say that nothing happened (docs/DESIGN.md §4.1).
+    async fn bounded<T>(
+        &self,
+        statement: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        match tokio::time::timeout(self.bound, statement).await {
+            Ok(answer) => answer,
+            Err(_) => Err(StoreError::Unavailable(sqlx::Error::Io(
+                std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the database did not answer within --db-timeout",
+                ),
+            ))),
+        }
     }
 
     /// The clock's offset, the second parameter of [`clock!`].
@@ -173,10 +204,9 @@ fn micros(d: chrono::TimeDelta) -> i64 {
 #[async_trait]
 impl Lifecycle for PgDriver {
     async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("SELECT 1")
-            .execute(&self.pool)
-            .await
-            .map_err(interpret)?;
+        let ping = sqlx::query("SELECT 1").execute(&self.pool);
+        self.bounded(async { ping.await.map_err(interpret) })
+            .await?;
         Ok(())
     }
 

@@ -15,6 +15,7 @@ pub mod dead_letters;
 pub mod pg;
 pub mod probe;
 pub mod process;
+pub mod proxy;
 pub mod raw;
 pub mod readme;
 pub mod receipt_ops;
