@@ -24,6 +24,7 @@ mod drain;
 mod durability;
 mod embedded;
 mod faults;
+mod faults_failover;
 mod faults_network;
 mod fencing;
 mod file_modes;
