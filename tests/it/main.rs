@@ -43,6 +43,7 @@ mod model_concurrency;
 mod orphans;
 mod outage_load;
 mod pg_harness;
+mod pgbouncer;
 mod policies;
 mod polyglot;
 mod quickstart;

@@ -13,6 +13,7 @@ pub mod blocker;
 pub mod certs;
 pub mod dead_letters;
 pub mod pg;
+pub mod pgbouncer;
 pub mod probe;
 pub mod process;
 pub mod proxy;

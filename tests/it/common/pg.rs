@@ -398,7 +398,7 @@ fn pg_bin() -> PathBuf {
 }
 
 /// The `postgres` user's ids when running as root (PostgreSQL refuses root).
-fn run_as() -> Option<(u32, u32)> {
+pub fn run_as() -> Option<(u32, u32)> {
     if !geteuid().is_root() {
         return None;
     }
