@@ -15,13 +15,13 @@ use std::time::Duration;
 
 /// Where a replica keeps its receipts.
 #[derive(Clone, Copy)]
-enum Db<'a> {
+pub(crate) enum Db<'a> {
     Postgres(&'a str),
     Sqlite(&'a Path),
 }
 
 /// Starts a claimd replica on `addr`, serving `db` with the test seal key.
-async fn replica(db: Db<'_>, addr: SocketAddr) -> Claimd {
+pub(crate) async fn replica(db: Db<'_>, addr: SocketAddr) -> Claimd {
     let mut cmd = claimd();
     cmd.args(["serve", "--listen", &addr.to_string(), "--db-timeout", "2s"]);
     match db {
@@ -35,7 +35,7 @@ async fn replica(db: Db<'_>, addr: SocketAddr) -> Claimd {
 /// Runs the workload against `addrs` while `fault` runs, then stops the callers once the
 /// fault is over and `settle` has passed; returns the history, checked against a final
 /// read through `addrs[0]`.
-async fn under_load<F: Future<Output = ()>>(
+pub(crate) async fn under_load<F: Future<Output = ()>>(
     addrs: &[SocketAddr],
     settle: Duration,
     fault: F,
@@ -92,7 +92,7 @@ async fn in_blocking(
     .expect("the fault ran")
 }
 
-const SECOND: Duration = Duration::from_secs(1);
+pub(crate) const SECOND: Duration = Duration::from_secs(1);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_a_history_without_faults_passes_the_checker() {

@@ -76,15 +76,15 @@ impl KeyStore for PgDriver {
     }
 
     async fn find_key(&self, id: &str) -> Result<Option<ApiKey>, StoreError> {
-        let row: Option<KeyRow> = sqlx::query_as(
+        let row = sqlx::query_as::<_, KeyRow>(
             "SELECT id, tenant_id, secret_hash, label, namespaces, created_at, last_used_at,
                     revoked_at
              FROM api_keys WHERE id = $1",
         )
         .bind(id)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(interpret)?;
+        .fetch_optional(&self.pool);
+        // On the request path: bounded like the receipts' statements.
+        let row = self.bounded(async { row.await.map_err(interpret) }).await?;
         Ok(row.map(ApiKey::from))
     }
 
@@ -101,9 +101,8 @@ impl KeyStore for PgDriver {
     }
 
     async fn keys_exist(&self) -> Result<bool, StoreError> {
-        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM api_keys)")
-            .fetch_one(&self.pool)
-            .await
-            .map_err(interpret)
+        let exist =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM api_keys)").fetch_one(&self.pool);
+        self.bounded(async { exist.await.map_err(interpret) }).await
     }
 }

@@ -19,6 +19,7 @@ use crate::store::Clock;
 use crate::store::batch::Batcher;
 use async_trait::async_trait;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::{AssertSqlSafe, Executor};
 use std::str::FromStr;
 use std::sync::Arc;
 
@@ -60,10 +61,18 @@ type ReceiptRow = crate::store::row::ReceiptRow<i32, crate::domain::Timestamp>;
 /// How long a pooled connection may sit idle before it is pinged on its way out of the pool.
 const IDLE_PING_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// How long past `--db-timeout` claimd waits for an answer from the database before it gives
+/// up on the connection: the server's `statement_timeout` answers first when the database is
+/// there, this when it is not (a partition, a blackholed link, a half-open connection).
+const NO_ANSWER_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Receipts in PostgreSQL.
 #[derive(Debug, Clone)]
 pub struct PgDriver {
     pool: PgPool,
+    /// The longest claimd waits for one statement, connection included (`--db-timeout`
+    /// plus [`NO_ANSWER_GRACE`]).
+    bound: std::time::Duration,
     clock: Clock,
     seal: Arc<Sealer>,
     batcher: Batcher,
@@ -74,18 +83,26 @@ impl PgDriver {
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<PgDriver, StoreError> {
         // No statement runs longer than a call may wait for the database: the server cancels
         // it (and its transaction rolls back) instead of finishing work nobody waits for.
-        let timeout_ms = options.acquire_timeout.as_millis().max(1).to_string();
-        let connect = PgConnectOptions::from_str(url)
-            .map_err(interpret)?
-            .options([
-                ("statement_timeout", timeout_ms.as_str()),
-                // A batch's statements take arrays; a custom plan would be made for every
-                // execution (about a millisecond each: the planner prefers the plans it can
-                // fit to the arrays' lengths), a generic plan once per connection. Every
-                // query with a partial index names the index's condition literally.
-                ("plan_cache_mode", "force_generic_plan"),
-            ]);
+        // A batch's statements take arrays; a custom plan would be made for every execution
+        // (about a millisecond each: the planner prefers the plans it can fit to the arrays'
+        // lengths), a generic plan once per connection. Every query with a partial index
+        // names the index's condition literally. Set on each new session rather than sent as
+        // startup `options`, which PgBouncer refuses (or, told to ignore them, drops).
+        let timeout_ms = options.acquire_timeout.as_millis().max(1);
+        let session = format!(
+            "SET statement_timeout = {timeout_ms}; SET plan_cache_mode = force_generic_plan"
+        );
+        let connect = PgConnectOptions::from_str(url).map_err(interpret)?;
+        let bound = options.acquire_timeout + NO_ANSWER_GRACE;
+        match tokio::time::timeout(bound, own_sessions(&connect)).await {
+            Ok(checked) => checked?,
+            Err(_) => return Err(no_answer()),
+        }
         let pool = PgPoolOptions::new()
+            .after_connect(move |conn, _| {
+                let session = AssertSqlSafe(session.clone());
+                Box::pin(async move { conn.execute(session).await.map(drop) })
+            })
             .max_connections(options.max_connections)
             // sqlx pings a connection (one round trip) on every acquire by default: a third
             // of a group commit's time at one caller. Only a connection that sat idle is
@@ -106,6 +123,7 @@ impl PgDriver {
             .map_err(interpret)?;
         Ok(PgDriver {
             pool,
+            bound: options.acquire_timeout + NO_ANSWER_GRACE,
             clock: options.clock.clone(),
             seal: options.seal.clone(),
             batcher: Batcher::new(
@@ -113,6 +131,23 @@ impl PgDriver {
                 crate::config::defaults::GROUP_COMMIT_LANES_POSTGRES,
             ),
         })
+    }
+
+    /// `statement`, given up as [`StoreError::Unavailable`] when the database has not
+    /// answered within [`PgDriver::bound`]. `statement_timeout` is the server's: a server
+    /// that never receives the statement, or whose answer never arrives, cancels nothing,
+    /// and a connection waits for it forever. The connection given up on is tested by sqlx
+    /// on its way back to the pool and dropped if it does not answer. A write given up on
+    /// may still commit, as one whose answer is lost: the caller is told UNAVAILABLE, which
+    /// does not say that nothing happened (docs/DESIGN.md §4.1).
+    async fn bounded<T>(
+        &self,
+        statement: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        match tokio::time::timeout(self.bound, statement).await {
+            Ok(answer) => answer,
+            Err(_) => Err(no_answer()),
+        }
     }
 
     /// The clock's offset, the second parameter of [`clock!`].
@@ -124,6 +159,54 @@ impl PgDriver {
     fn frozen(&self) -> Option<crate::domain::Timestamp> {
         self.clock.frozen()
     }
+}
+
+/// What a statement given up on answers (see [`PgDriver::bounded`]).
+fn no_answer() -> StoreError {
+    StoreError::Unavailable(sqlx::Error::Io(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        "the database did not answer within --db-timeout",
+    )))
+}
+
+/// Why claimd refuses a pooler in transaction mode.
+pub const TRANSACTION_POOLING: &str = "the database URL leads to a connection pooler in \
+    transaction pool mode (PgBouncer pool_mode = transaction): claimd's session settings \
+    (statement_timeout, plan_cache_mode), its prepared statements and the janitor's advisory \
+    lock each need a session of their own. Connect claimd to PostgreSQL directly, or through \
+    PgBouncer in session mode (pool_mode = session)";
+
+/// Refuses a pooler that hands one client's statements to different server sessions
+/// (PgBouncer in transaction or statement mode). Two connections: the second holds a
+/// transaction on the server session the first one just used (a pooler reuses its most
+/// recently released server connection first), then the first asks again which backend
+/// serves it. Directly or in session mode it is always the same. Simple-protocol queries
+/// only: a prepared statement would fail on the other session before the check could tell.
+async fn own_sessions(connect: &PgConnectOptions) -> Result<(), StoreError> {
+    use sqlx::{Connection, Row};
+    async fn pid(conn: &mut sqlx::PgConnection, sql: &'static str) -> Result<i32, StoreError> {
+        let row = sqlx::raw_sql(sql)
+            .fetch_one(conn)
+            .await
+            .map_err(interpret)?;
+        row.try_get(0).map_err(interpret)
+    }
+    let mut first = sqlx::PgConnection::connect_with(connect)
+        .await
+        .map_err(interpret)?;
+    let mut second = sqlx::PgConnection::connect_with(connect)
+        .await
+        .map_err(interpret)?;
+    let before = pid(&mut first, "SELECT pg_backend_pid()").await?;
+    pid(&mut second, "BEGIN; SELECT pg_backend_pid()").await?;
+    let after = pid(&mut first, "SELECT pg_backend_pid()").await?;
+    let _ = sqlx::raw_sql("ROLLBACK").execute(&mut second).await;
+    let _ = first.close().await;
+    let _ = second.close().await;
+    if before != after {
+        return Err(StoreError::Open(TRANSACTION_POOLING.into()));
+    }
+    Ok(())
 }
 
 /// The SQLSTATE `claimd_in_time` (migration 0007) raises once a call's deadline passed; no
@@ -173,10 +256,9 @@ fn micros(d: chrono::TimeDelta) -> i64 {
 #[async_trait]
 impl Lifecycle for PgDriver {
     async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("SELECT 1")
-            .execute(&self.pool)
-            .await
-            .map_err(interpret)?;
+        let ping = sqlx::query("SELECT 1").execute(&self.pool);
+        self.bounded(async { ping.await.map_err(interpret) })
+            .await?;
         Ok(())
     }
 

@@ -52,9 +52,10 @@ impl Driver for PgDriver {
             .bind(tenant)
             .bind(&id.namespace)
             .bind(&id.key)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(interpret)?;
+            .fetch_optional(&self.pool);
+        let found = self
+            .bounded(async { found.await.map_err(interpret) })
+            .await?;
         found.as_ref().map(row).transpose()
     }
 
@@ -71,11 +72,11 @@ impl Driver for PgDriver {
         &self,
         keys: &[(&str, &ReceiptKey)],
     ) -> Result<Vec<(Timestamp, Option<Row>)>, StoreError> {
-        self.read_rows(keys).await
+        self.bounded(self.read_rows(keys)).await
     }
 
     async fn write_many(&self, writes: &[RowWrite]) -> Result<Vec<WriteOutcome>, StoreError> {
-        self.write_rows(writes).await
+        self.bounded(self.write_rows(writes)).await
     }
 
     async fn reseal_rows(

@@ -60,6 +60,12 @@ pub async fn fresh_database() -> String {
 pub struct PrivateCluster {
     dir: PathBuf,
     server: Option<Server>,
+    /// The port of the socket (and of 127.0.0.1 when `tcp`), 5432 unless chosen.
+    port: u16,
+    /// Also listens on 127.0.0.1:`port`.
+    tcp: bool,
+    /// Settings after [`SERVER_SETTINGS`], each `name=value`.
+    settings: Vec<String>,
 }
 
 /// One run of the `postgres` process, waited on by its spawning thread.
@@ -72,23 +78,18 @@ impl PrivateCluster {
     /// Runs `initdb` into a fresh directory under /tmp and starts the server;
     /// returns once it accepts connections. Panics if that is not possible.
     pub fn start() -> PrivateCluster {
-        static CLEAN_STALE: Once = Once::new();
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        // In the background: the last run's shared server can leave a gigabyte of small
-        // files, and deleting them must not hold up this run's tests.
-        CLEAN_STALE.call_once(|| drop(thread::spawn(remove_stale_dirs)));
+        Self::start_with(false, &[])
+    }
+
+    /// As [`PrivateCluster::start`], also listening on 127.0.0.1 (a free port, see
+    /// [`PrivateCluster::tcp_addr`]), with `settings` (`name=value`) added.
+    pub fn start_on_tcp(settings: &[&str]) -> PrivateCluster {
+        Self::start_with(true, settings)
+    }
+
+    fn start_with(tcp: bool, settings: &[&str]) -> PrivateCluster {
         let bin = pg_bin();
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = Path::new(TMP).join(format!("{DIR_PREFIX}{}-{n}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&dir)
-            .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
-        if let Some((uid, gid)) = run_as() {
-            chown(&dir, Some(uid), Some(gid))
-                .unwrap_or_else(|e| panic!("cannot chown {} to postgres: {e}", dir.display()));
-        }
+        let dir = new_dir();
         let log = dir.join("initdb.log");
         let mut initdb = command(&bin.join("initdb"), &dir, &log);
         initdb.args("--auth=trust -U postgres --no-sync -E UTF8 -D data".split(' '));
@@ -99,15 +100,110 @@ impl PrivateCluster {
             "initdb failed ({status}):\n{}",
             tail(&log)
         );
-        let mut cluster = PrivateCluster { dir, server: None };
+        let port = if tcp { free_port() } else { 5432 };
+        let settings = settings.iter().map(|s| s.to_string()).collect();
+        let mut cluster = PrivateCluster {
+            dir,
+            server: None,
+            port,
+            tcp,
+            settings,
+        };
         cluster.restart();
         cluster
     }
 
+    /// A streaming-replication standby of `primary` (a base backup of it, `-R`), on TCP like
+    /// it, whose WAL receiver connects to `primary_at` (the primary's
+    /// [`PrivateCluster::tcp_addr`], or a proxy in front of it) as `application_name`.
+    pub fn standby_of(
+        primary: &PrivateCluster,
+        application_name: &str,
+        primary_at: std::net::SocketAddr,
+    ) -> PrivateCluster {
+        let dir = new_dir();
+        let log = dir.join("basebackup.log");
+        let mut backup = command(&pg_bin().join("pg_basebackup"), &dir, &log);
+        backup.arg("-h").arg(&primary.dir);
+        backup.args(["-p", &primary.port.to_string()]);
+        backup.args("-U postgres -D data -R -X stream --checkpoint=fast --no-sync".split(' '));
+        let status = backup.status();
+        let status = status.unwrap_or_else(|e| panic!("cannot run pg_basebackup: {e}"));
+        assert!(
+            status.success(),
+            "pg_basebackup failed ({status}):\n{}",
+            tail(&log)
+        );
+        let (host, port) = (primary_at.ip(), primary_at.port());
+        let conninfo = format!(
+            "primary_conninfo=host={host} port={port} user=postgres \
+             application_name={application_name}"
+        );
+        let mut standby = PrivateCluster {
+            dir,
+            server: None,
+            port: free_port(),
+            tcp: true,
+            settings: vec![conninfo],
+        };
+        standby.restart();
+        standby
+    }
+
+    /// 127.0.0.1 and the port this cluster listens on (see [`PrivateCluster::start_on_tcp`]).
+    pub fn tcp_addr(&self) -> std::net::SocketAddr {
+        assert!(self.tcp, "this cluster listens on its unix socket only");
+        std::net::SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    /// Promotes a standby (`SELECT pg_promote()`, which waits until it is done).
+    pub async fn promote(&self) {
+        let mut conn = PgConnection::connect(&self.url("postgres"))
+            .await
+            .unwrap_or_else(|e| panic!("cannot connect to the standby: {e}"));
+        let promoted: bool = sqlx::query_scalar("SELECT pg_promote()")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("pg_promote failed: {e}"));
+        assert!(promoted, "the standby was not promoted within a minute");
+        let _ = conn.close().await;
+    }
+}
+
+/// A fresh, empty cluster directory under /tmp (owned by `postgres` when root).
+fn new_dir() -> PathBuf {
+    static CLEAN_STALE: Once = Once::new();
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    // In the background: the last run's shared server can leave a gigabyte of small
+    // files, and deleting them must not hold up this run's tests.
+    CLEAN_STALE.call_once(|| drop(thread::spawn(remove_stale_dirs)));
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let dir = Path::new(TMP).join(format!("{DIR_PREFIX}{}-{n}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+    if let Some((uid, gid)) = run_as() {
+        chown(&dir, Some(uid), Some(gid))
+            .unwrap_or_else(|e| panic!("cannot chown {} to postgres: {e}", dir.display()));
+    }
+    dir
+}
+
+/// A loopback port nobody listens on right now.
+fn free_port() -> u16 {
+    // Binding port 0 on loopback always succeeds on a test machine.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind port 0");
+    listener.local_addr().expect("bound address").port()
+}
+
+impl PrivateCluster {
     /// The connection URL of database `db` on this server.
     pub fn url(&self, db: &str) -> String {
         let socket_dir = self.dir.display();
-        format!("postgres://postgres@localhost/{db}?host={socket_dir}")
+        let port = self.port;
+        format!("postgres://postgres@localhost:{port}/{db}?host={socket_dir}")
     }
 
     /// A cluster of the test's own (to stop and start without disturbing other tests) and a
@@ -141,6 +237,12 @@ impl PrivateCluster {
     /// `kill -9` of the postmaster and every process it started (no shutdown at all: the
     /// next start runs crash recovery), then a start on the same data directory.
     pub fn kill_9_and_restart(&mut self) {
+        self.kill_9();
+        self.restart();
+    }
+
+    /// `kill -9` of the postmaster and every process it started; returns once it is gone.
+    pub fn kill_9(&mut self) {
         if let Some(server) = &self.server {
             let children = children_of(server.pid);
             let _ = kill(server.pid, Signal::SIGKILL);
@@ -149,7 +251,6 @@ impl PrivateCluster {
             }
         }
         self.stop_with(Signal::SIGKILL);
-        self.restart();
     }
 
     /// Stops the server with `signal` (SIGINT fast, SIGQUIT immediate, SIGKILL none) and
@@ -177,6 +278,13 @@ impl PrivateCluster {
         let mut cmd = command(&pg_bin().join("postgres"), &self.dir, &log);
         cmd.arg("-D").arg("data").arg("-k").arg(&self.dir);
         for setting in SERVER_SETTINGS.split(' ') {
+            cmd.args(["-c", setting]);
+        }
+        cmd.arg("-c").arg(format!("port={}", self.port));
+        if self.tcp {
+            cmd.args(["-c", "listen_addresses=127.0.0.1"]);
+        }
+        for setting in &self.settings {
             cmd.args(["-c", setting]);
         }
         let parent = Pid::this();
@@ -290,7 +398,7 @@ fn pg_bin() -> PathBuf {
 }
 
 /// The `postgres` user's ids when running as root (PostgreSQL refuses root).
-fn run_as() -> Option<(u32, u32)> {
+pub fn run_as() -> Option<(u32, u32)> {
     if !geteuid().is_root() {
         return None;
     }
