@@ -30,6 +30,7 @@ mod group_commit;
 mod health;
 mod health_listener;
 mod history;
+mod hostile;
 mod holder_actions;
 mod janitor;
 mod janitor_lock;

@@ -1,0 +1,1 @@
+//! Hostile request bodies and a connection flood.

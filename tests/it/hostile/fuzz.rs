@@ -1,0 +1,1 @@
+//! The property tests over decoding and validation.
