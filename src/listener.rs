@@ -59,8 +59,8 @@ fn bounded_http2(builder: Server) -> Server {
 
 /// `SETTINGS_MAX_HEADER_LIST_SIZE`: a request's headers (names, values and 32 bytes each,
 /// uncompressed) may take 16 KiB; a gRPC call sends well under 1 KiB, an API key included.
-/// A header block that goes on past it is not buffered: the connection gets GOAWAY
-/// (ENHANCE_YOUR_CALM).
+/// A request over it is answered HTTP 431 on its stream; a header block that goes on far
+/// past it is not buffered: the connection gets GOAWAY (ENHANCE_YOUR_CALM).
 pub const MAX_HEADER_LIST_BYTES: u32 = 16 * 1024;
 /// `SETTINGS_MAX_FRAME_SIZE`: the protocol's minimum (and default), 16 KiB. A frame
 /// declaring more is a connection error (FRAME_SIZE_ERROR): GOAWAY and close.

@@ -160,7 +160,11 @@ const UNDECODABLE: &str = "failed to decode Protobuf message: ";
 /// fields and wire types only, never the bytes, so the message is kept.
 pub fn undecodable_is_invalid_argument<B>(mut response: http::Response<B>) -> http::Response<B> {
     const STATUS: &str = "grpc-status";
-    if response.headers().get(STATUS).is_none_or(|code| code != "13") {
+    if response
+        .headers()
+        .get(STATUS)
+        .is_none_or(|code| code != "13")
+    {
         return response;
     }
     let Some(status) = Status::from_header_map(response.headers()) else {

@@ -14,14 +14,20 @@ use tonic::{Code, Status};
 /// Calls Claim with `body` as the raw protobuf message and returns the call's status.
 async fn claim_raw(target: &Target, body: &[u8]) -> Status {
     let mut frame = vec![0];
-    frame.extend(u32::try_from(body.len()).expect("a small body").to_be_bytes());
+    frame.extend(
+        u32::try_from(body.len())
+            .expect("a small body")
+            .to_be_bytes(),
+    );
     frame.extend(body);
     let (mut send, _conn) = wire::h2_connect(target.addr).await;
     let call = async {
         let (response, mut stream) = send
             .send_request(wire::request(target.addr, "Claim"), false)
             .expect("the stream opens");
-        stream.send_data(frame.into(), true).expect("the body is sent");
+        stream
+            .send_data(frame.into(), true)
+            .expect("the body is sent");
         let response = response.await.expect("an answer");
         if let Some(status) = Status::from_header_map(response.headers()) {
             return status;
@@ -34,7 +40,9 @@ async fn claim_raw(target: &Target, body: &[u8]) -> Status {
         let trailers = body.trailers().await.expect("trailers").expect("trailers");
         Status::from_header_map(&trailers).expect("a grpc-status")
     };
-    tokio::time::timeout(BOUND, call).await.expect("answered in time")
+    tokio::time::timeout(BOUND, call)
+        .await
+        .expect("answered in time")
 }
 
 /// A valid ClaimRequest's encoding.
@@ -56,10 +64,17 @@ async fn protobuf_nested_beyond_the_recursion_limit_is_invalid_argument() {
         body.extend(std::iter::repeat_n(0x7b, depth));
         body.extend(std::iter::repeat_n(0x7c, depth));
         let status = claim_raw(&target, &body).await;
-        assert_eq!(status.code(), Code::InvalidArgument, "depth {depth}: {status:?}");
+        assert_eq!(
+            status.code(),
+            Code::InvalidArgument,
+            "depth {depth}: {status:?}"
+        );
     }
     target.assert_survived("protobuf nested 100,000 deep").await;
-    assert_eq!(crate::common::app::decision(&claim_ok(&target).await) as i32, 1);
+    assert_eq!(
+        crate::common::app::decision(&claim_ok(&target).await) as i32,
+        1
+    );
 }
 
 /// The nested Claim's key, claimed for real: the rejected bodies wrote nothing.
@@ -80,7 +95,9 @@ async fn a_string_field_that_is_not_utf8_is_invalid_argument_naming_the_field() 
     body.extend([0x12, 3, 0xff, 0xfe, 0x00]);
     let status = claim_raw(&target, &body).await;
     assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
-    let details = status.get_details_bad_request().expect("BadRequest details");
+    let details = status
+        .get_details_bad_request()
+        .expect("BadRequest details");
     let fields: Vec<_> = details.field_violations.iter().map(|v| &v.field).collect();
     assert_eq!(fields, ["key"]);
     target.assert_survived("a key that is not UTF-8").await;
@@ -107,7 +124,9 @@ async fn a_connection_flood_beyond_the_cap_leaves_connected_clients_served() {
         ..Default::default()
     };
     let during = tokio::time::timeout(BOUND, client.claim(request)).await;
-    during.expect("answered in time").expect("served during the flood");
+    during
+        .expect("answered in time")
+        .expect("served during the flood");
     // Those beyond the cap were closed; the rest close when the flood lets go.
     let mut closed = 0;
     for stream in &mut flood {
@@ -116,7 +135,11 @@ async fn a_connection_flood_beyond_the_cap_leaves_connected_clients_served() {
             closed += 1;
         }
     }
-    assert!(closed >= flood.len() - CAP, "{closed} of {} closed", flood.len());
+    assert!(
+        closed >= flood.len() - CAP,
+        "{closed} of {} closed",
+        flood.len()
+    );
     drop(flood);
     // Once claimd has seen the flood's connections end, a new client gets a slot.
     let deadline = std::time::Instant::now() + BOUND;

@@ -1,7 +1,8 @@
 //! Garbage where HTTP/2 should be, written on raw sockets: bytes that are no preface, a
-//! preface followed by frames that make no sense, a frame beyond `SETTINGS_MAX_FRAME_SIZE`
-//! and a header block beyond the header-list limit. Each connection is closed (with a GOAWAY
-//! naming the error where there is a frame to name), and claimd goes on serving.
+//! preface followed by frames that make no sense, a frame beyond `SETTINGS_MAX_FRAME_SIZE`,
+//! headers just over the header-list limit (HTTP 431, the connection serves on) and a header
+//! block far beyond it. Each bad connection is closed (with a GOAWAY naming the error where
+//! there is a frame to name), and claimd goes on serving.
 
 use super::{BOUND, Target};
 use crate::limits::wire::{self, PREFACE, SETTINGS};
@@ -110,7 +111,9 @@ async fn garbage_instead_of_the_preface_is_closed_and_claimd_serves_on() {
             "a connection that sent garbage is still open"
         );
     }
-    target.assert_survived("garbage instead of the preface").await;
+    target
+        .assert_survived("garbage instead of the preface")
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -126,7 +129,9 @@ async fn garbage_frames_after_the_preface_close_that_connection_only() {
             "a connection that sent {seed_len} bytes of junk frames is still open"
         );
     }
-    target.assert_survived("garbage frames after the preface").await;
+    target
+        .assert_survived("garbage frames after the preface")
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -139,7 +144,9 @@ async fn a_frame_beyond_max_frame_size_is_a_frame_size_error() {
     frame.extend(junk(64 * 1024));
     let _ = stream.write_all(&frame).await;
     assert_eq!(goaway(&mut stream).await, Some(FRAME_SIZE_ERROR));
-    target.assert_survived("a frame beyond max frame size").await;
+    target
+        .assert_survived("a frame beyond max frame size")
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -159,6 +166,39 @@ async fn a_header_block_beyond_the_header_list_limit_is_refused_unbuffered() {
     let _ = stream.write_all(&frames).await;
     // The block is cut off once it passes the limit: the connection ends with a GOAWAY.
     let code = goaway(&mut stream).await;
-    assert_eq!(code, Some(ENHANCE_YOUR_CALM), "the header block was not cut off");
+    assert_eq!(
+        code,
+        Some(ENHANCE_YOUR_CALM),
+        "the header block was not cut off"
+    );
     target.assert_survived("a 1 MiB header block").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_header_list_just_over_the_limit_is_answered_431_and_the_connection_serves_on() {
+    let target = Target::start(&[]).await;
+    let (mut send, _conn) = wire::h2_connect(target.addr).await;
+    // 20 KiB in one header: over the 16 KiB list, within what h2 buffers.
+    let mut oversized = wire::request(target.addr, "Claim");
+    let junk = http::HeaderValue::from_str(&"a".repeat(20 * 1024)).expect("ASCII");
+    oversized.headers_mut().insert("x-junk", junk);
+    let (answer, _body) = send
+        .send_request(oversized, true)
+        .expect("the stream opens");
+    let answer = tokio::time::timeout(BOUND, answer)
+        .await
+        .expect("answered in time");
+    let status = answer.expect("an HTTP answer").status();
+    assert_eq!(status, http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
+    // The same connection still takes a normal call.
+    let claim = wire::message(&claimd::pb::ClaimRequest {
+        namespace: "hostile".into(),
+        key: "after-431".into(),
+        ..Default::default()
+    });
+    let (answer, mut body) = wire::open_call(&mut send, target.addr, "Claim", claim);
+    body.send_data(bytes::Bytes::new(), true)
+        .expect("the body ends");
+    assert_eq!(wire::status(answer).await, tonic::Code::Ok);
+    target.assert_survived("a 20 KiB header").await;
 }

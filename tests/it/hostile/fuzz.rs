@@ -15,9 +15,9 @@ use claimd::api::{ClaimsApi, DEFAULT_MAX_BLOB};
 use claimd::auth::Principal;
 use claimd::domain::{Policies, PolicyHandle};
 use claimd::pb::{self, claim_service_server::ClaimService};
-use prost::Message;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use prost::Message;
 use tonic::{Code, Request, Status};
 use tonic_types::StatusExt;
 
@@ -115,7 +115,10 @@ fn check(kind: &str, answer: Result<(), Status>, fields: &[String]) -> Result<()
     let violations = details.map(|d| d.field_violations).unwrap_or_default();
     prop_assert_eq!(violations.len(), 1, "{}: {:?}", kind, status);
     let field = &violations[0].field;
-    prop_assert!(fields.contains(field), "{kind}: {field} is not one of {fields:?}");
+    prop_assert!(
+        fields.contains(field),
+        "{kind}: {field} is not one of {fields:?}"
+    );
     prop_assert!(status.message().contains(field.as_str()), "{status:?}");
     Ok(())
 }
@@ -185,11 +188,17 @@ fn a_valid_request_with_one_field_mutated_is_served_or_refused_naming_that_field
         );
     }
     let refused = std::cell::Cell::new(0u32);
-    let strategy = (0..KINDS.len(), any::<prop::sample::Index>(), mutate::mutation());
+    let strategy = (
+        0..KINDS.len(),
+        any::<prop::sample::Index>(),
+        mutate::mutation(),
+    );
     let result = runner(2000).run(&strategy, |(kind, pick, mutation)| {
         let kind = KINDS[kind];
         let (field, bytes) = mutate::apply(&pool, kind, pick, &mutation);
-        let answer = harness.call(kind, &bytes).expect("a mutated request decodes");
+        let answer = harness
+            .call(kind, &bytes)
+            .expect("a mutated request decodes");
         refused.set(refused.get() + u32::from(answer.is_err()));
         check(kind, answer, &[field])
     });

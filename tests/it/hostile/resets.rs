@@ -4,7 +4,7 @@
 //! (ENHANCE_YOUR_CALM) for that connection, and claimd serves everyone else during and after.
 
 use super::frames::{
-    ENHANCE_YOUR_CALM, END_HEADERS, HEADERS, RST_STREAM, WINDOW_UPDATE, claim_headers, goaway,
+    END_HEADERS, ENHANCE_YOUR_CALM, HEADERS, RST_STREAM, WINDOW_UPDATE, claim_headers, goaway,
     h2_raw,
 };
 use super::{BOUND, Target};

@@ -4,10 +4,10 @@
 //! out-of-range or malformed durations, unknown states, arbitrary text and bytes.
 
 use claimd::pb;
-use prost::Message;
-use prost_reflect::{DescriptorPool, DynamicMessage, Kind, Value};
 use proptest::prelude::*;
 use proptest::sample::Index;
+use prost::Message;
+use prost_reflect::{DescriptorPool, DynamicMessage, Kind, Value};
 
 /// The descriptors of `claimd.v1`.
 pub fn pool() -> DescriptorPool {
