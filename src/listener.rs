@@ -44,6 +44,35 @@ pub const PREFACE_LEN: usize = 24 + 9;
 /// so that it does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
+/// `builder` with the HTTP/2 limits that have no flag, each set explicitly (docs/DESIGN.md
+/// §5.10): the header list and frame size a peer may send, and how many reset streams a
+/// connection may cause before it is told GOAWAY (ENHANCE_YOUR_CALM) and closed. Setting the
+/// local-error one matters: tonic 0.14 passes `None` for it unless told otherwise, which
+/// turns hyper's bound of 1024 off (RUSTSEC-2024-0003, "MadeYouReset").
+fn bounded_http2(builder: Server) -> Server {
+    builder
+        .http2_max_header_list_size(MAX_HEADER_LIST_BYTES)
+        .max_frame_size(MAX_FRAME_BYTES)
+        .http2_max_pending_accept_reset_streams(Some(MAX_PENDING_ACCEPT_RESET_STREAMS))
+        .http2_max_local_error_reset_streams(Some(MAX_LOCAL_ERROR_RESET_STREAMS))
+}
+
+/// `SETTINGS_MAX_HEADER_LIST_SIZE`: a request's headers (names, values and 32 bytes each,
+/// uncompressed) may take 16 KiB; a gRPC call sends well under 1 KiB, an API key included.
+/// A request over it is answered HTTP 431 on its stream; a header block that goes on far
+/// past it is not buffered: the connection gets GOAWAY (ENHANCE_YOUR_CALM).
+pub const MAX_HEADER_LIST_BYTES: u32 = 16 * 1024;
+/// `SETTINGS_MAX_FRAME_SIZE`: the protocol's minimum (and default), 16 KiB. A frame
+/// declaring more is a connection error (FRAME_SIZE_ERROR): GOAWAY and close.
+pub const MAX_FRAME_BYTES: u32 = 16 * 1024;
+/// Streams the peer opened and reset before claimd accepted them (a rapid-reset flood,
+/// CVE-2023-44487); one more and the connection gets GOAWAY. The h2 crate's default.
+pub const MAX_PENDING_ACCEPT_RESET_STREAMS: usize = 20;
+/// Streams claimd itself reset because the peer broke the protocol on them (a window
+/// overflow, a refused stream beyond the limit, …); one more and the connection gets
+/// GOAWAY. hyper's default, which tonic 0.14 would otherwise turn off.
+pub const MAX_LOCAL_ERROR_RESET_STREAMS: usize = 1024;
+
 /// The connection limits of a gRPC listener. A `None` duration turns that limit off.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnectionLimits {
@@ -70,7 +99,7 @@ impl ConnectionLimits {
     /// `builder` with the HTTP/2 limits: keepalive, the stream and call limits, and the
     /// GOAWAY at the maximum age (the close after the grace is [`LimitedIo`]'s).
     pub fn apply(&self, builder: Server) -> Server {
-        let builder = builder
+        let builder = bounded_http2(builder)
             .http2_keepalive_interval(self.keepalive_interval)
             .http2_keepalive_timeout(Some(self.keepalive_timeout))
             .max_concurrent_streams(self.max_concurrent_streams)

@@ -187,6 +187,9 @@ impl Application {
                 .layer(tower::util::MapResponseLayer::new(
                     crate::api::oversized_is_resource_exhausted,
                 ))
+                .layer(tower::util::MapResponseLayer::new(
+                    crate::api::undecodable_is_invalid_argument,
+                ))
                 .layer(drain.clone())
                 .layer(DeadlineLayer)
                 .layer(AuthLayer::new(auth.clone()))

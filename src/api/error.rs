@@ -147,6 +147,63 @@ pub fn oversized_is_resource_exhausted<B>(mut response: http::Response<B>) -> ht
     response
 }
 
+/// What tonic's protobuf codec (tonic-prost) starts its message with when a request body
+/// does not decode; it answers INTERNAL.
+const UNDECODABLE: &str = "failed to decode Protobuf message: ";
+
+/// tonic answers a request body that prost cannot decode (a string field that is not
+/// UTF-8, a truncated varint, a wrong wire type, nesting beyond prost's recursion limit)
+/// with INTERNAL. In claimd's contract INTERNAL means its database misbehaved (§2.7); here
+/// the caller is at fault, so the answer becomes INVALID_ARGUMENT with a
+/// `google.rpc.BadRequest` violation naming the request's field when prost's error names
+/// one (`ClaimRequest.key: invalid string value…` names `key`). prost's description names
+/// fields and wire types only, never the bytes, so the message is kept.
+pub fn undecodable_is_invalid_argument<B>(mut response: http::Response<B>) -> http::Response<B> {
+    const STATUS: &str = "grpc-status";
+    if response
+        .headers()
+        .get(STATUS)
+        .is_none_or(|code| code != "13")
+    {
+        return response;
+    }
+    let Some(status) = Status::from_header_map(response.headers()) else {
+        return response;
+    };
+    let Some(rest) = status.message().strip_prefix(UNDECODABLE) else {
+        return response;
+    };
+    let message = status.message().to_owned();
+    let rewritten = match outermost_field(rest) {
+        Some(field) => {
+            let details = ErrorDetails::with_bad_request_violation(field, "is not valid protobuf");
+            Status::with_error_details(Code::InvalidArgument, message, details)
+        }
+        None => Status::invalid_argument(message),
+    };
+    let headers = response.headers_mut();
+    for name in [STATUS, "grpc-message", "grpc-status-details-bin"] {
+        headers.remove(name);
+    }
+    if rewritten.add_header(headers).is_err() {
+        // The message came from a header already, so it always fits one: keep the code.
+        headers.insert(STATUS, http::HeaderValue::from_static("3"));
+    }
+    response
+}
+
+/// The request's own field in prost's error stack (`Inner.x: Outer.field: description`,
+/// innermost first): the last leading `Message.field` segment.
+fn outermost_field(rest: &str) -> Option<&str> {
+    let ident = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    rest.split(": ")
+        .map_while(|segment| {
+            let (message, field) = segment.split_once('.')?;
+            (ident(message) && ident(field)).then_some(field)
+        })
+        .last()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,6 +262,27 @@ mod tests {
                 e.kind()
             );
         }
+    }
+
+    #[test]
+    fn an_undecodable_body_is_invalid_argument_naming_the_outermost_field() {
+        use tonic_types::StatusExt;
+        let response = |status: Status| status.into_http::<tonic::body::Body>();
+        let answer = |message: &str| {
+            let rewritten = undecodable_is_invalid_argument(response(Status::internal(message)));
+            Status::from_header_map(rewritten.headers()).expect("a status")
+        };
+        let bad_utf8 = answer(
+            "failed to decode Protobuf message: Duration.seconds: ClaimRequest.key: invalid \
+             string value: data is not UTF-8 encoded",
+        );
+        assert_eq!(bad_utf8.code(), Code::InvalidArgument);
+        let violations = bad_utf8.get_details_bad_request().expect("BadRequest");
+        assert_eq!(violations.field_violations[0].field, "key");
+        let deep = answer("failed to decode Protobuf message: recursion limit reached");
+        assert_eq!(deep.code(), Code::InvalidArgument);
+        assert!(deep.get_details_bad_request().is_none());
+        assert_eq!(answer("internal error").code(), Code::Internal);
     }
 
     #[test]

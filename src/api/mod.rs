@@ -7,7 +7,7 @@ mod convert;
 mod error;
 mod validate;
 
-pub use error::{InvalidField, oversized_is_resource_exhausted};
+pub use error::{InvalidField, oversized_is_resource_exhausted, undecodable_is_invalid_argument};
 pub use validate::{DEFAULT_MAX_BLOB, MAX_RECEIPT_BYTES, MAX_REQUEST_BYTES, max_response_bytes};
 
 use crate::auth::Principal;

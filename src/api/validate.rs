@@ -108,7 +108,7 @@ pub fn duration(
 ) -> Checked<Option<TimeDelta>> {
     let Some(d) = d else { return Ok(None) };
     let mixed_signs = (d.seconds > 0 && d.nanos < 0) || (d.seconds < 0 && d.nanos > 0);
-    if mixed_signs || d.nanos.abs() >= 1_000_000_000 {
+    if mixed_signs || d.nanos.unsigned_abs() >= 1_000_000_000 {
         return Err(InvalidField::new(field, "is not a valid duration"));
     }
     let out_of_range = || {
@@ -207,6 +207,9 @@ mod tests {
             dur(-5, 0),
             dur(1, -1),
             dur(i64::MAX, 0),
+            // `i32::MIN.abs()` overflows: found by the hostile-input fuzz (tests/it/hostile).
+            dur(0, i32::MIN),
+            dur(-1, i32::MIN),
         ] {
             assert_eq!(
                 duration("lease_ttl", bad, MIN_DELAY).unwrap_err().field,

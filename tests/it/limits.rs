@@ -8,7 +8,7 @@
 
 mod pages;
 mod streams;
-mod wire;
+pub(crate) mod wire;
 
 use crate::common::app::{Backend, TestApp, connect};
 use claimd::pb::GetRequest;

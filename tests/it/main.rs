@@ -33,6 +33,7 @@ mod health;
 mod health_listener;
 mod history;
 mod holder_actions;
+mod hostile;
 mod janitor;
 mod janitor_lock;
 mod limits;
