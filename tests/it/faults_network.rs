@@ -179,3 +179,37 @@ async fn postgres_claimd_answers_unavailable_within_the_db_timeout_when_the_data
     verdict.assert_valid();
     serves_again(addr).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_list_and_list_orphaned_answer_unavailable_within_the_db_timeout_when_the_database_blackholes()
+ {
+    let flags = ["--db-timeout", "1s"];
+    let (_cluster, proxy, addr, _server) = behind_proxy(&flags).await;
+    claim_once(addr, "before")
+        .await
+        .expect("served before the blackhole");
+    proxy.blackhole();
+    // Calls without a deadline of their own: claimd alone must end them.
+    let mut client = crate::history::workload::channel(addr, Duration::from_secs(3600));
+    let list = pb::ListRequest {
+        namespace: "probe".into(),
+        ..Default::default()
+    };
+    let answer = tokio::time::timeout(DB_TIMEOUT + MARGIN, client.list(list)).await;
+    let answer = answer.expect("List still pending past --db-timeout: claimd hangs");
+    assert_eq!(
+        answer.map(drop).map_err(|s| s.code()),
+        Err(Code::Unavailable),
+        "List"
+    );
+    let orphans = pb::ListOrphanedRequest::default();
+    let answer = tokio::time::timeout(DB_TIMEOUT + MARGIN, client.list_orphaned(orphans)).await;
+    let answer = answer.expect("ListOrphaned still pending past --db-timeout: claimd hangs");
+    assert_eq!(
+        answer.map(drop).map_err(|s| s.code()),
+        Err(Code::Unavailable),
+        "ListOrphaned"
+    );
+    proxy.normal();
+    serves_again(addr).await;
+}

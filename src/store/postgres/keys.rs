@@ -89,14 +89,14 @@ impl KeyStore for PgDriver {
     }
 
     async fn touch_keys(&self, ids: &[String]) -> Result<(), StoreError> {
-        sqlx::query(
+        let touched = sqlx::query(
             "UPDATE api_keys SET last_used_at = now()
              WHERE id = ANY($1) AND revoked_at IS NULL",
         )
         .bind(ids)
-        .execute(&self.pool)
-        .await
-        .map_err(interpret)?;
+        .execute(&self.pool);
+        self.bounded(async { touched.await.map_err(interpret) })
+            .await?;
         Ok(())
     }
 

@@ -138,9 +138,10 @@ impl Pages for PgDriver {
             .bind(after.map_or("", |c| c.namespace.as_str()))
             .bind(after.map_or("", |c| c.key.as_str()))
             .bind(i64::from(query.limit) + 1)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(interpret)?;
+            .fetch_all(&self.pool);
+        let rows = self
+            .bounded(async { rows.await.map_err(interpret) })
+            .await?;
         rows.iter().map(row).collect()
     }
 
@@ -160,9 +161,10 @@ impl Pages for PgDriver {
             .bind(after.map(|c| c.key.as_str()))
             .bind(limit as i64)
             .bind(self.frozen())
-            .fetch_all(&self.pool)
-            .await
-            .map_err(interpret)?;
+            .fetch_all(&self.pool);
+        let rows = self
+            .bounded(async { rows.await.map_err(interpret) })
+            .await?;
         rows.iter().map(row).collect()
     }
 
@@ -173,7 +175,7 @@ impl Pages for PgDriver {
         blobs: &StoredBlobs,
         error: &[u8],
     ) -> Result<(), StoreError> {
-        sqlx::query(QUARANTINE)
+        let done = sqlx::query(QUARANTINE)
             .bind(tenant)
             .bind(&receipt.id.namespace)
             .bind(&receipt.id.key)
@@ -187,9 +189,9 @@ impl Pages for PgDriver {
             .bind(&blobs.checkpoint)
             .bind(&blobs.response)
             .bind(&blobs.recovery_payload)
-            .execute(&self.pool)
-            .await
-            .map_err(interpret)?;
+            .execute(&self.pool);
+        self.bounded(async { done.await.map_err(interpret) })
+            .await?;
         Ok(())
     }
 }
@@ -197,12 +199,13 @@ impl Pages for PgDriver {
 #[async_trait]
 impl Gauges for PgDriver {
     async fn count_orphans(&self) -> Result<OrphanCounts, StoreError> {
-        let (lease_expired, retry_due): (i64, i64) = sqlx::query_as(COUNT)
+        let counts = sqlx::query_as(COUNT)
             .bind(self.frozen())
             .bind(self.offset())
-            .fetch_one(&self.pool)
-            .await
-            .map_err(interpret)?;
+            .fetch_one(&self.pool);
+        let (lease_expired, retry_due): (i64, i64) = self
+            .bounded(async { counts.await.map_err(interpret) })
+            .await?;
         Ok(OrphanCounts {
             lease_expired: u64::try_from(lease_expired).unwrap_or_default(),
             retry_due: u64::try_from(retry_due).unwrap_or_default(),

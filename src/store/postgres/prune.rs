@@ -84,10 +84,8 @@ const STRIP: &str = concat!(
 #[async_trait]
 impl Retention for PgDriver {
     async fn terminal_namespaces(&self) -> Result<Vec<String>, StoreError> {
-        sqlx::query_scalar(NAMESPACES)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(interpret)
+        let names = sqlx::query_scalar(NAMESPACES).fetch_all(&self.pool);
+        self.bounded(async { names.await.map_err(interpret) }).await
     }
 
     async fn prune(
@@ -108,21 +106,28 @@ impl Retention for PgDriver {
         if matches!(step, PruneStep::StripResponse) {
             query = query.bind(self.offset()); // response_pruned_at = now
         }
-        let done = query.execute(&self.pool).await.map_err(interpret)?;
+        let done = query.execute(&self.pool);
+        let done = self
+            .bounded(async { done.await.map_err(interpret) })
+            .await?;
         Ok(done.rows_affected())
     }
 
     /// The advisory lock on a new session, or `None` if another session holds it.
     async fn try_lock_janitor(&self) -> Result<Option<JanitorLock>, StoreError> {
         let options = self.pool.connect_options();
-        let mut session = PgConnection::connect_with(&options)
-            .await
-            .map_err(interpret)?;
-        let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
-            .bind(JANITOR_LOCK_KEY)
-            .fetch_one(&mut session)
-            .await
-            .map_err(interpret)?;
+        let locking = async {
+            let mut session = PgConnection::connect_with(&options)
+                .await
+                .map_err(interpret)?;
+            let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+                .bind(JANITOR_LOCK_KEY)
+                .fetch_one(&mut session)
+                .await
+                .map_err(interpret)?;
+            Ok((session, locked))
+        };
+        let (session, locked) = self.bounded(locking).await?;
         if locked {
             return Ok(Some(JanitorLock::held(Box::new(Session(session)))));
         }
