@@ -30,7 +30,17 @@ async fn a_call_past_its_deadline_is_deadline_exceeded_and_changes_nothing(backe
         .await
         .unwrap()
         .expect_err("the call cannot finish in time");
-    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    // tonic's channel also enforces `grpc-timeout` on the client, from the moment the call
+    // was sent; claimd counts from its arrival. On a loaded machine the trip can outlast
+    // claimd's margin and the client's own timer answers first (CANCELLED, "Timeout
+    // expired", from the transport). Either way the caller stopped waiting, which is what
+    // the rest of this test is about.
+    let clients_own_timer =
+        status.code() == Code::Cancelled && status.message() == "Timeout expired";
+    assert!(
+        status.code() == Code::DeadlineExceeded || clients_own_timer,
+        "{status:?}"
+    );
 
     blocker.release().await;
     // Give the abandoned work every chance to (wrongly) finish once the lock is gone.

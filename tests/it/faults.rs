@@ -44,7 +44,7 @@ pub(crate) async fn under_load<F: Future<Output = ()>>(
 }
 
 /// [`under_load`] with callers that behave as `load` says.
-async fn under<F: Future<Output = ()>>(
+pub(crate) async fn under<F: Future<Output = ()>>(
     load: workload::Workload,
     addrs: &[SocketAddr],
     settle: Duration,

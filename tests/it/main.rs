@@ -26,6 +26,7 @@ mod embedded;
 mod faults;
 mod faults_failover;
 mod faults_network;
+mod faults_skew;
 mod fencing;
 mod file_modes;
 mod group_commit;

@@ -43,7 +43,10 @@ const READ_MANY: &str = concat!(
 /// fingerprint, the three times as a value (`*_at`) or microseconds after the write's clock
 /// (`*_after`), which sealed columns it sets (`mask` bits: last error, checkpoint,
 /// response, recovery payload) and their values, and the deadline as microseconds after
-/// the statement's start (`due_in`) and on claimd's wall clock (`due_wall`). `$1`/`$2` are
+/// the statement's start (`due_in`) and on the database's clock through the measured gap
+/// (`due_db`, `gap.rs`; never claimd's own wall clock, which may be minutes off the
+/// database's: docs/DESIGN.md §4.2.1); each answer row carries `db_wall` to measure the
+/// gap again. `$1`/`$2` are
 /// the clock's offset and frozen time. One JSON parameter costs the database a fraction of
 /// what 37 `unnest` arrays did (about 9 µs each, per statement).
 pub(super) const WRITE_MANY: &str = concat!(
@@ -60,11 +63,11 @@ i AS (
          done_at timestamptz, done_after int8, mask int4, n_last_error bytea,
          n_checkpoint bytea, n_response bytea, n_payload bytea, due_in int8, v_sealed bool,
          v_last_error bytea, v_checkpoint bytea, v_response bytea, v_payload bytea,
-         due_wall timestamptz)
+         due_db timestamptz)
 ),
 late_ins AS MATERIALIZED (
     SELECT i.idx FROM i, c
-    WHERE i.ins AND clock_timestamp() > LEAST(c.started + i.due_in * interval '1 microsecond', i.due_wall)
+    WHERE i.ins AND clock_timestamp() > LEAST(c.started + i.due_in * interval '1 microsecond', i.due_db)
 ),
 ins AS (
     INSERT INTO receipts (tenant_id, namespace, key, state, attempt, free_attempts, fingerprint,
@@ -116,7 +119,7 @@ upd AS (
     WHERE r.tenant_id = i.i_tenant AND r.namespace = i.i_ns AND r.key = i.i_key
       AND i.idx IN (SELECT idx FROM locked)
       AND (i.due_in IS NULL
-           OR t.wall <= LEAST(c.started + i.due_in * interval '1 microsecond', i.due_wall))
+           OR t.wall <= LEAST(c.started + i.due_in * interval '1 microsecond', i.due_db))
     RETURNING i.idx, t.now
 ),
 done AS (
@@ -127,6 +130,7 @@ done AS (
     UNION ALL SELECT idx, 'late', NULL FROM locked WHERE idx NOT IN (SELECT idx FROM upd)
 )
 SELECT i.idx, COALESCE(d.src, 'cur') AS src, COALESCE(d.now, c.now) AS db_now,
+       clock_timestamp() AS db_wall,
        r.namespace IS NOT NULL AS found, ",
     columns!(),
     "
@@ -195,7 +199,7 @@ impl PgDriver {
         // The connection first: the deadlines are measured from when the statement is sent.
         let mut conn = self.pool.acquire().await.map_err(interpret)?;
         let elements: Vec<_> = (order.iter().zip(&sorted))
-            .map(|(&idx, w)| element(idx, w))
+            .map(|(&idx, w)| element(idx, w, &self.gap))
             .collect();
         // Serializing borrowed fields cannot fail (no maps with non-string keys).
         let elements =
@@ -207,6 +211,9 @@ impl PgDriver {
             .fetch_all(&mut *conn)
             .await
             .map_err(interpret)?;
+        if let Some(row) = rows.last() {
+            self.gap.observe(row.try_get("db_wall").map_err(interpret)?);
+        }
         rows.iter()
             .map(|row| {
                 let src: &str = row.try_get("src").map_err(interpret)?;

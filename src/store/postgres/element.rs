@@ -2,6 +2,7 @@
 //! object per row, its fields named as the statement's columns, bytes in `bytea`'s hex
 //! text, times in RFC 3339 to the microsecond, absent values `null`.
 
+use super::gap::ClockGap;
 use crate::domain::Timestamp;
 use crate::store::StoredBlobs;
 use crate::store::write::{Expect, RowWrite, Stamp, Version};
@@ -89,11 +90,12 @@ pub(super) struct Element<'a> {
     n_response: Option<Hex<'a>>,
     n_payload: Option<Hex<'a>>,
     due_in: Option<i64>,
-    due_wall: Option<Time>,
+    due_db: Option<Time>,
 }
 
-/// The element of the write statement's array for `w`, at position `idx` of the batch.
-pub(super) fn element(idx: usize, w: &RowWrite) -> Element<'_> {
+/// The element of the write statement's array for `w`, at position `idx` of the batch;
+/// `gap` turns its deadline into one on the database's clock.
+pub(super) fn element<'a>(idx: usize, w: &'a RowWrite, gap: &ClockGap) -> Element<'a> {
     let (lease_at, lease_after) = stamp(w.lease_expires_at);
     let (next_at, next_after) = stamp(w.next_attempt_at);
     let (done_at, done_after) = stamp(w.completed_at);
@@ -154,7 +156,7 @@ pub(super) fn element(idx: usize, w: &RowWrite) -> Element<'_> {
         n_response: set(&s.response),
         n_payload: set(&s.recovery_payload),
         due_in: due_in(w.due),
-        due_wall: due_wall(w.due).map(Time),
+        due_db: due_db(w.due, gap).map(Time),
     }
 }
 
@@ -166,23 +168,25 @@ fn version(w: &RowWrite) -> Option<&Version> {
     }
 }
 
-/// Microseconds from now until `due` less the answer's trip, for the statement's check.
+/// What is left until `due`, less the answer's trip.
+fn left(due: Instant) -> Duration {
+    due.saturating_duration_since(Instant::now())
+        .saturating_sub(ANSWER_TRIP)
+}
+
+/// Microseconds from now until `due` less the answer's trip, which the statement counts
+/// from its own start: a bound that holds whatever claimd's wall clock says, but late by
+/// the statement's trip to the database (longer on a loaded machine).
 fn due_in(due: Option<Instant>) -> Option<i64> {
-    let left = due?
-        .saturating_duration_since(Instant::now())
-        .saturating_sub(ANSWER_TRIP);
+    let left = left(due?);
     Some(i64::try_from(left.as_micros()).unwrap_or(i64::MAX))
 }
 
-/// `due` less the answer's trip on this process's wall clock. The statement keeps the
-/// earlier of this and [`due_in`] after its own start: with the two clocks in step the
-/// deadline holds exactly however long the statement took to reach the database; with
-/// them apart it holds to within the statement's trip, as the relative one alone does.
-fn due_wall(due: Option<Instant>) -> Option<Timestamp> {
-    let left = due?
-        .saturating_duration_since(Instant::now())
-        .saturating_sub(ANSWER_TRIP);
-    Some(chrono::Utc::now() + left)
+/// `due` less the answer's trip on the database's clock, through the measured `gap`
+/// (never later than the caller's deadline); none until a statement has measured it. The
+/// statement keeps the earlier of this and [`due_in`].
+fn due_db(due: Option<Instant>, gap: &ClockGap) -> Option<Timestamp> {
+    gap.from_now(left(due?))
 }
 
 #[cfg(test)]
@@ -236,7 +240,7 @@ mod tests {
 
     /// The element as the statement receives it.
     fn json(idx: usize, w: &RowWrite) -> Value {
-        serde_json::to_value(element(idx, w)).expect("an element serializes")
+        serde_json::to_value(element(idx, w, &ClockGap::new())).expect("an element serializes")
     }
 
     #[test]

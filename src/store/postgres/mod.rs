@@ -3,11 +3,13 @@
 //!
 //! `batch.rs` is a group commit's read and write statements (every Claim, holder call and
 //! Redrive goes through them); `rows.rs` reads one row and runs reseal; `pages.rs` reads List and ListOrphaned pages and the gauges;
-//! `prune.rs` is the janitor's; `keys.rs` the API keys'. Every time is the database's
+//! `prune.rs` is the janitor's; `keys.rs` the API keys'; `gap.rs` measures how far the database's
+//! clock is from claimd's, for deadlines. Every time is the database's
 //! clock, shifted by the store's [`Clock`], through one SQL expression ([`clock!`]).
 
 mod batch;
 mod element;
+mod gap;
 mod keys;
 mod pages;
 mod prune;
@@ -76,6 +78,8 @@ pub struct PgDriver {
     clock: Clock,
     seal: Arc<Sealer>,
     batcher: Batcher,
+    /// The database's wall clock less claimd's, as the last write statement found it.
+    gap: gap::ClockGap,
 }
 
 impl PgDriver {
@@ -130,6 +134,7 @@ impl PgDriver {
                 options.batch,
                 crate::config::defaults::GROUP_COMMIT_LANES_POSTGRES,
             ),
+            gap: gap::ClockGap::new(),
         })
     }
 
