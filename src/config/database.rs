@@ -28,9 +28,11 @@ pub struct DatabaseArgs {
     #[arg(long, env = "CLAIMD_DB_TIMEOUT", default_value = defaults::DB_TIMEOUT,
           value_parser = parse_duration)]
     pub db_timeout: Duration,
-    /// Group commit: how many batches of Claims and holder calls may be in flight at once.
-    /// A call that arrives while fewer run starts a batch at once; the others queue and go
-    /// together in the next (docs/DESIGN.md §4.2). Default: 4 on PostgreSQL, 1 on SQLite
+    /// Group commit: at most how many batches of Claims and holder calls are in flight at
+    /// once. A call that arrives while none runs starts a batch at once; calls arriving
+    /// meanwhile queue and go together in the next. Another batch starts only when more
+    /// calls wait than the running ones' next batches take, or a running batch is stuck
+    /// (50 ms: a lock wait) (docs/DESIGN.md §4.2). Default: 4 on PostgreSQL, 1 on SQLite
     /// (its one writer serializes batches anyway).
     #[arg(long, env = "CLAIMD_GROUP_COMMIT_LANES",
           value_parser = clap::value_parser!(u16).range(1..=256))]

@@ -11,7 +11,7 @@ pub const DATA_DIR: &str = "claimd-data";
 pub const DB_POOL_SIZE: u32 = 16;
 /// `--db-timeout`.
 pub const DB_TIMEOUT: &str = "5s";
-/// `--group-commit-lanes` on PostgreSQL: group-commit batches in flight at once.
+/// `--group-commit-lanes` on PostgreSQL: most group-commit batches in flight at once.
 pub const GROUP_COMMIT_LANES_POSTGRES: usize = 4;
 /// `--group-commit-lanes` on SQLite: one, since its single writer serializes batches.
 pub const GROUP_COMMIT_LANES_SQLITE: usize = 1;

@@ -4,8 +4,12 @@
 //! for all of them.
 //!
 //! The wait to fill a batch is adaptive and never a timer: a lane starts as soon as a job
-//! arrives while fewer than `lanes` run, so a caller alone is never held back; jobs that
-//! arrive while every lane is busy wait for the first lane to come free and go together.
+//! arrives while none runs, so a caller alone is never held back; jobs that arrive while a
+//! lane is busy wait for it to come free and go together. Another lane starts, up to
+//! `lanes`, only when more jobs wait than the running lanes' next batches can take
+//! ([`Batcher::needs_lane`]): a batch's statement costs the database much the same for one
+//! row as for dozens, so fewer, fuller batches beat more, smaller ones until one lane
+//! cannot keep up (measured: docs/PERFORMANCE.md).
 //! The lane runs in a task of its own, so a caller that goes away does not cancel the
 //! statements of the others; its job is dropped before the next statement when it is
 //! still queued.
@@ -17,21 +21,46 @@ use super::rounds::{self, Answer, Job, Op};
 use crate::domain::ReceiptKey;
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 /// How batches are formed (`--group-commit-lanes`, `--group-commit-size`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchOptions {
-    /// Batches in flight at once; `None`: the store's default.
+    /// Most batches in flight at once; `None`: the store's default.
     pub lanes: Option<usize>,
     /// Most jobs in one batch.
     pub size: usize,
 }
 
+/// A lane whose batch has run this long is taken to be stuck (a lock wait, a slow link)
+/// rather than busy: it no longer counts as able to take the jobs that wait, so another
+/// lane starts for them. A batch of a full `--group-commit-size` takes a few milliseconds.
+const STALLED: Duration = Duration::from_millis(50);
+
 #[derive(Debug, Default)]
 struct Queue {
     waiting: VecDeque<Job>,
-    running: usize,
+    /// One slot per lane: when its current batch started, `None` while the slot is free.
+    lanes: Vec<Option<Instant>>,
+}
+
+impl Queue {
+    /// Takes a free slot for a new lane, its batch starting now.
+    fn open_lane(&mut self) -> usize {
+        let now = Some(Instant::now());
+        match self.lanes.iter().position(Option::is_none) {
+            Some(slot) => {
+                self.lanes[slot] = now;
+                slot
+            }
+            None => {
+                self.lanes.push(now);
+                self.lanes.len() - 1
+            }
+        }
+    }
 }
 
 /// The queue and its lanes; one per store, shared by its clones.
@@ -71,30 +100,69 @@ impl Batcher {
         let (reply, answer) = oneshot::channel();
         let due = crate::deadline::due();
         let job = Job::new(tenant, id, op, due, reply, &self.recent);
-        let start = {
+        let started = {
             let mut queue = self.queue();
             queue.waiting.push_back(job);
-            let start = queue.running < self.lanes;
-            queue.running += usize::from(start);
-            start
+            self.start_lane_if_needed(&mut queue, driver)
         };
-        if start {
-            tokio::spawn(self.clone().lane(driver.clone()));
-        }
-        answer.await.unwrap_or(Err(StoreError::Corrupt(
+        let answer = if started {
+            answer.await
+        } else {
+            self.wait_watching_lanes(driver, answer).await
+        };
+        answer.unwrap_or(Err(StoreError::Corrupt(
             "a batch ended without an answer".into(),
         )))
     }
 
-    /// Runs batches until the queue is empty.
-    async fn lane<D: Driver>(self, driver: D) {
+    /// Waits for a queued job's `answer`, and every [`STALLED`] while it waits starts
+    /// another lane if the running ones are stuck: otherwise a job queued behind a lane
+    /// waiting on a lock would wait as long, unless another call happened to arrive.
+    async fn wait_watching_lanes<D: Driver, T>(
+        &self,
+        driver: &D,
+        mut answer: oneshot::Receiver<T>,
+    ) -> Result<T, oneshot::error::RecvError> {
+        loop {
+            tokio::select! {
+                answer = &mut answer => return answer,
+                () = tokio::time::sleep(STALLED) => {
+                    let mut queue = self.queue();
+                    self.start_lane_if_needed(&mut queue, driver);
+                }
+            }
+        }
+    }
+
+    /// Starts a lane when [`Batcher::needs_lane`] says so; whether it did.
+    fn start_lane_if_needed<D: Driver>(&self, queue: &mut Queue, driver: &D) -> bool {
+        if !self.needs_lane(queue) {
+            return false;
+        }
+        let slot = queue.open_lane();
+        tokio::spawn(self.clone().lane(driver.clone(), slot));
+        true
+    }
+
+    /// Whether `queue` needs another lane: fewer than `lanes` run, and more jobs wait than
+    /// the next batch of every running lane that is not stuck ([`STALLED`]) takes — so the
+    /// first lane starts at once, and the others only when one lane cannot keep up.
+    fn needs_lane(&self, queue: &Queue) -> bool {
+        let running = queue.lanes.iter().flatten();
+        let able = running.clone().filter(|s| s.elapsed() < STALLED).count();
+        running.count() < self.lanes && queue.waiting.len() > self.size * able
+    }
+
+    /// Runs batches until the queue is empty, in lane `slot`.
+    async fn lane<D: Driver>(self, driver: D, slot: usize) {
         loop {
             let batch = {
                 let mut queue = self.queue();
                 if queue.waiting.is_empty() {
-                    queue.running -= 1;
+                    queue.lanes[slot] = None;
                     return;
                 }
+                queue.lanes[slot] = Some(Instant::now());
                 take(&mut queue.waiting, self.size)
             };
             rounds::run(&driver, &self.recent, batch).await;
@@ -141,6 +209,34 @@ mod tests {
         jobs.iter()
             .map(|j| format!("{}/{}", j.tenant, j.id.key))
             .collect()
+    }
+
+    #[test]
+    fn a_second_lane_starts_only_when_the_running_ones_cannot_take_the_queue_or_are_stuck() {
+        let batcher = Batcher::new(
+            BatchOptions {
+                lanes: Some(2),
+                size: 3,
+            },
+            4,
+        );
+        let mut queue = Queue::default();
+        queue.waiting.push_back(job("a", "1"));
+        assert!(batcher.needs_lane(&queue), "the first lane starts at once");
+        queue.open_lane();
+        for key in ["2", "3"] {
+            queue.waiting.push_back(job("a", key));
+        }
+        assert!(!batcher.needs_lane(&queue), "one lane takes three next");
+        queue.waiting.push_back(job("a", "4"));
+        assert!(batcher.needs_lane(&queue), "four wait: more than a batch");
+        queue.waiting.truncate(1);
+        queue.lanes[0] = Some(Instant::now() - STALLED);
+        assert!(batcher.needs_lane(&queue), "the running lane is stuck");
+        queue.open_lane();
+        assert!(!batcher.needs_lane(&queue), "never more than `lanes`");
+        queue.lanes[0] = None;
+        assert_eq!(queue.open_lane(), 0, "a free slot is taken again");
     }
 
     #[test]

@@ -37,6 +37,7 @@ mod holder_actions;
 mod hostile;
 mod janitor;
 mod janitor_lock;
+mod lanes;
 mod limits;
 mod lock_waits;
 mod logs;

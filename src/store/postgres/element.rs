@@ -1,6 +1,7 @@
 //! A batch's writes as the elements of the write statement's JSON array (`batch.rs`): one
 //! object per row, its fields named as the statement's columns, bytes in `bytea`'s hex
-//! text, times in RFC 3339 to the microsecond, absent values `null`.
+//! text, times in RFC 3339 to the microsecond; an absent value is left out (the statement
+//! reads a missing field as NULL), so the database parses only what a write sets.
 
 use super::gap::ClockGap;
 use crate::domain::Timestamp;
@@ -52,8 +53,8 @@ impl Serialize for Time {
 }
 
 /// One element of the write statement's array: its fields are the statement's columns
-/// (`None` is `null`), borrowed from the write and serialized without an intermediate
-/// JSON tree.
+/// (`None` is left out: NULL), borrowed from the write and serialized without an
+/// intermediate JSON tree.
 #[derive(Serialize)]
 pub(super) struct Element<'a> {
     idx: usize,
@@ -61,35 +62,59 @@ pub(super) struct Element<'a> {
     i_ns: &'a str,
     i_key: &'a str,
     ins: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
     life: Option<Hex<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     v_token: Option<Uuid>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     v_state: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     v_attempt: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     v_free: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     v_updated: Option<Time>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     v_lease: Option<Time>,
     v_sealed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
     v_last_error: Option<Hex<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     v_checkpoint: Option<Hex<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     v_response: Option<Hex<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     v_payload: Option<Hex<'a>>,
     n_state: &'static str,
     n_attempt: u32,
     n_free: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
     n_token: Option<Uuid>,
     n_fingerprint: Hex<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     lease_at: Option<Time>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     lease_after: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     next_at: Option<Time>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     next_after: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     done_at: Option<Time>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     done_after: Option<i64>,
     mask: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
     n_last_error: Option<Hex<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     n_checkpoint: Option<Hex<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     n_response: Option<Hex<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     n_payload: Option<Hex<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     due_in: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     due_db: Option<Time>,
 }
 
@@ -245,7 +270,7 @@ mod tests {
 
     #[test]
     fn every_field_is_a_column_of_the_write_statement_and_bytes_are_hex() {
-        let columns = super::super::batch::WRITE_MANY;
+        let columns = super::super::writes::WRITE_MANY;
         for w in writes() {
             let Value::Object(fields) = json(3, &w) else {
                 panic!("an element is an object");

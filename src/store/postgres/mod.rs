@@ -1,11 +1,13 @@
 //! The PostgreSQL driver: the production store, shared by any number of claimd replicas.
 //! Statements only — what is composed of them lives in `store::receipts`.
 //!
-//! `batch.rs` is a group commit's read and write statements (every Claim, holder call and
-//! Redrive goes through them); `rows.rs` reads one row and runs reseal; `pages.rs` reads List and ListOrphaned pages and the gauges;
-//! `prune.rs` is the janitor's; `keys.rs` the API keys'; `gap.rs` measures how far the database's
-//! clock is from claimd's, for deadlines. Every time is the database's
-//! clock, shifted by the store's [`Clock`], through one SQL expression ([`clock!`]).
+//! `batch.rs` runs a group commit's read and write statements (every Claim, holder call and
+//! Redrive goes through them; `writes.rs` holds the write statements, `element.rs` their
+//! rows); `rows.rs` reads one row and runs reseal; `pages.rs` reads List and ListOrphaned
+//! pages and the gauges; `prune.rs` is the janitor's; `keys.rs` the API keys'; `gap.rs`
+//! measures how far the database's clock is from claimd's, for deadlines. Every time is the
+//! database's clock, shifted by the store's [`Clock`], through one SQL expression
+//! ([`clock!`]).
 
 mod batch;
 mod element;
@@ -14,6 +16,7 @@ mod keys;
 mod pages;
 mod prune;
 mod rows;
+mod writes;
 
 use super::{Lifecycle, StoreError, StoreOptions};
 use crate::seal::Sealer;
