@@ -211,7 +211,7 @@ fn due_in(due: Option<Instant>) -> Option<i64> {
 /// (never later than the caller's deadline); none until a statement has measured it. The
 /// statement keeps the earlier of this and [`due_in`].
 fn due_db(due: Option<Instant>, gap: &ClockGap) -> Option<Timestamp> {
-    gap.from_now(left(due?))
+    gap.db_clock_in(left(due?))
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ impl ClockGap {
     }
 
     /// `left` from now on the database's clock, if the gap has been measured.
-    pub(super) fn from_now(&self, left: std::time::Duration) -> Option<Timestamp> {
+    pub(super) fn db_clock_in(&self, left: std::time::Duration) -> Option<Timestamp> {
         let gap = self.0.load(Ordering::Relaxed);
         if gap == UNKNOWN {
             return None;
@@ -54,10 +54,10 @@ mod tests {
     #[test]
     fn a_deadline_is_moved_by_the_measured_gap_and_unknown_before_any_measurement() {
         let gap = ClockGap::new();
-        assert_eq!(gap.from_now(Duration::from_secs(1)), None);
+        assert_eq!(gap.db_clock_in(Duration::from_secs(1)), None);
         // A database five minutes ahead of claimd.
         gap.observe(chrono::Utc::now() + chrono::TimeDelta::seconds(300));
-        let due = gap.from_now(Duration::from_secs(1)).expect("measured");
+        let due = gap.db_clock_in(Duration::from_secs(1)).expect("measured");
         let ahead = due - chrono::Utc::now();
         assert!(
             ahead > chrono::TimeDelta::seconds(300) && ahead <= chrono::TimeDelta::seconds(301),
