@@ -100,15 +100,17 @@ impl Batcher {
         let (reply, answer) = oneshot::channel();
         let due = crate::deadline::due();
         let job = Job::new(tenant, id, op, due, reply, &self.recent);
-        let started = {
+        let slot = {
             let mut queue = self.queue();
             queue.waiting.push_back(job);
-            self.start_lane_if_needed(&mut queue, driver)
+            self.open_lane_if_needed(&mut queue)
         };
-        let answer = if started {
-            answer.await
-        } else {
-            self.wait_watching_lanes(driver, answer).await
+        let answer = match slot {
+            Some(slot) => {
+                self.start_lane(driver, slot);
+                answer.await
+            }
+            None => self.wait_watching_lanes(driver, answer).await,
         };
         answer.unwrap_or(Err(StoreError::Corrupt(
             "a batch ended without an answer".into(),
@@ -127,21 +129,25 @@ impl Batcher {
             tokio::select! {
                 answer = &mut answer => return answer,
                 () = tokio::time::sleep(STALLED) => {
-                    let mut queue = self.queue();
-                    self.start_lane_if_needed(&mut queue, driver);
+                    let slot = self.open_lane_if_needed(&mut self.queue());
+                    if let Some(slot) = slot {
+                        self.start_lane(driver, slot);
+                    }
                 }
             }
         }
     }
 
-    /// Starts a lane when [`Batcher::needs_lane`] says so; whether it did.
-    fn start_lane_if_needed<D: Driver>(&self, queue: &mut Queue, driver: &D) -> bool {
-        if !self.needs_lane(queue) {
-            return false;
-        }
-        let slot = queue.open_lane();
+    /// A lane's slot, taken when [`Batcher::needs_lane`] says so; start the lane with
+    /// [`Batcher::start_lane`] once the queue's lock is released (a lane spawned under it
+    /// may start on another thread and wait for the lock at once).
+    fn open_lane_if_needed(&self, queue: &mut Queue) -> Option<usize> {
+        self.needs_lane(queue).then(|| queue.open_lane())
+    }
+
+    /// Runs a lane in `slot`, in a task of its own.
+    fn start_lane<D: Driver>(&self, driver: &D, slot: usize) {
         tokio::spawn(self.clone().lane(driver.clone(), slot));
-        true
     }
 
     /// Whether `queue` needs another lane: fewer than `lanes` run, and more jobs wait than
