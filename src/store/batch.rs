@@ -110,6 +110,8 @@ impl Batcher {
                 self.start_lane(driver, slot);
                 answer.await
             }
+            // With one lane there is no other to start.
+            None if self.lanes == 1 => answer.await,
             None => self.wait_watching_lanes(driver, answer).await,
         };
         answer.unwrap_or(Err(StoreError::Corrupt(

@@ -47,6 +47,7 @@ mod orphans;
 mod outage_load;
 mod pg_harness;
 mod pgbouncer;
+mod plans;
 mod policies;
 mod polyglot;
 mod quickstart;

@@ -23,7 +23,7 @@ use crate::store::write::{RowWrite, WriteOutcome};
 use sqlx::Row as _;
 
 /// The rows `$2`–`$4` name (with their positions `$1`), and the store's clock.
-const READ_MANY: &str = concat!(
+pub(super) const READ_MANY: &str = concat!(
     "SELECT i.idx, ",
     clock!("$6", "$5"),
     " AS db_now, r.namespace IS NOT NULL AS found, ",

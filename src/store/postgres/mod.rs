@@ -30,6 +30,19 @@ use std::sync::Arc;
 
 pub use prune::JANITOR_LOCK_KEY;
 
+/// The group commit's statements (the batch read and the three writes), for the test that
+/// checks each finds its rows through the primary key in a generic plan, whatever the
+/// table's size when the plan was made (`tests/it/plans.rs`).
+#[doc(hidden)]
+pub fn batch_statements() -> [(&'static str, &'static str); 4] {
+    [
+        ("READ_MANY", batch::READ_MANY),
+        ("INSERT_MANY", writes::INSERT_MANY),
+        ("UPDATE_MANY", writes::UPDATE_MANY),
+        ("WRITE_MANY", writes::WRITE_MANY),
+    ]
+}
+
 /// The store's clock in SQL: the frozen base time (the parameter named first, NULL for the
 /// database's `now()`) plus the offset in microseconds (the parameter named second). Every
 /// statement that reads the time uses it; bind the two with [`PgDriver::frozen`] and

@@ -48,7 +48,10 @@ i AS (
 }
 
 /// The inserts: those already late are not made (`late_ins`); the rest go in primary-key
-/// order, a row that exists (or appears meanwhile) is left alone.
+/// order, a row that exists (or appears meanwhile) is left alone by `ON CONFLICT`, which
+/// looks in the primary key whatever the plan. (A `NOT EXISTS` here before was redundant
+/// and worse: a generic plan made while the table was small ran it as a hash anti-join
+/// over a scan of the whole table, on every insert, as the table grew.)
 macro_rules! inserts {
     () => {
         "
@@ -67,8 +70,6 @@ ins AS (
            i.n_last_error, i.n_checkpoint, i.n_response, i.n_payload, i.life
     FROM i, c
     WHERE i.ins AND i.idx NOT IN (SELECT idx FROM late_ins)
-      AND NOT EXISTS (SELECT 1 FROM receipts r
-                      WHERE r.tenant_id = i.i_tenant AND r.namespace = i.i_ns AND r.key = i.i_key)
     ON CONFLICT (tenant_id, namespace, key) DO NOTHING
     RETURNING tenant_id, namespace, key
 ),"
