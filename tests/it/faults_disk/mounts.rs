@@ -165,7 +165,11 @@ impl Ext4 {
     fn mount_again(&self) {
         let path = self.path().to_str().expect("a UTF-8 temporary path");
         let options = "errors=remount-ro";
-        run("mount", "util-linux", &["-t", "ext4", "-o", options, &self.device, path]);
+        run(
+            "mount",
+            "util-linux",
+            &["-t", "ext4", "-o", options, &self.device, path],
+        );
     }
 
     /// `mount -o remount,ro`: the error output if the kernel refuses.
