@@ -92,6 +92,12 @@ fn said_it_cannot_write(log: &str) -> &str {
     line.unwrap_or_else(|| panic!("claimd never said it cannot write:\n{log}"))
 }
 
+/// Every distinct SQLite error `log` shows (`(code: N) message`).
+fn sqlite_errors(log: &str) -> std::collections::BTreeSet<&str> {
+    let errors = log.split("error returned from database: ").skip(1);
+    errors.filter_map(|rest| rest.lines().next()).collect()
+}
+
 /// A Claim of a fresh key in a namespace of its own (an insert on the writer).
 async fn claim_fresh(addr: SocketAddr, n: &mut u32) -> Result<(), tonic::Status> {
     *n += 1;
@@ -127,6 +133,16 @@ async fn writes_again(addr: SocketAddr) {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// A Get of the key written before the disk filled: reads are still served.
+async fn read_while_full(addr: SocketAddr) {
+    let mut client = workload::channel(addr, Duration::from_secs(10));
+    let get = pb::GetRequest {
+        namespace: "probe".into(),
+        key: "fresh-501".into(),
+    };
+    client.get(get).await.expect("a Get while the disk is full");
 }
 
 /// Health Check of `""` and the ClaimService until both report `want` (15 s at most).
@@ -167,6 +183,9 @@ async fn sqlite_a_full_disk_answers_unavailable_and_recovers_when_space_is_back(
     let server = replica(Db::Sqlite(&dir), addr).await;
     let (verdict, history) = loaded(addr, 2 * SECOND, async {
         tokio::time::sleep(2 * SECOND).await;
+        claim_fresh(addr, &mut 500)
+            .await
+            .expect("a write before the disk fills");
         let at = fs.path().join("filler");
         let filler = tokio::task::spawn_blocking(move || Filler::fill(&at))
             .await
@@ -174,6 +193,7 @@ async fn sqlite_a_full_disk_answers_unavailable_and_recovers_when_space_is_back(
         println!("filler: {} bytes", filler.bytes);
         unavailable_naming_the_disk(&first_failed_write(addr).await, &server);
         health_becomes(addr, ServingStatus::NotServing).await;
+        read_while_full(addr).await;
         tokio::time::sleep(SECOND).await;
         drop(filler);
         health_becomes(addr, ServingStatus::Serving).await;
@@ -212,7 +232,8 @@ async fn sqlite_a_filesystem_the_kernel_makes_read_only_answers_unavailable_and_
         let failed = kept.take().expect("the first claimd");
         let log = failed.log();
         assert!(!log.contains("panicked"), "{log}");
-        println!("{}", said_it_cannot_write(&log));
+        said_it_cannot_write(&log);
+        println!("SQLite errors logged: {:?}", sqlite_errors(&log));
         println!("the first claimd: {}", failed.terminate().await);
         fs.repair();
         kept = Some(replica(Db::Sqlite(&dir), addr).await);
