@@ -1,8 +1,9 @@
 //! Errors → gRPC status codes, in exactly one place: request validation, the store, the
 //! authentication layer, the drain and the deadline layers, and tonic's own message-size
 //! refusal. Messages never carry tokens, keys or payloads; a database that cannot be
-//! reached is UNAVAILABLE, never INTERNAL. Store failures are counted here
-//! (`claimd_store_errors_total{kind}`, the kind from [`StoreError::kind`]).
+//! reached, or whose disk is full or read-only, is UNAVAILABLE, never INTERNAL. Store
+//! failures are counted here (`claimd_store_errors_total{kind}`, the kind from
+//! [`StoreError::kind`]).
 
 use crate::auth::{AuthError, Refusal};
 use crate::deadline::DeadlinePassed;
@@ -54,6 +55,14 @@ impl From<StoreError> for Status {
                 telemetry::store_error(&e);
                 tracing::warn!(error = %source, "database unavailable");
                 Status::unavailable("the database is unavailable; retry later")
+            }
+            StoreError::Storage(ref source) => {
+                telemetry::store_error(&e);
+                tracing::warn!(error = %source, "the database's storage failed");
+                Status::unavailable(
+                    "the database cannot be written: its disk is full, read-only or failing; \
+                     retry later",
+                )
             }
             StoreError::DeadlinePassed => Status::from(DeadlinePassed),
             StoreError::Contended => {
@@ -246,9 +255,19 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_disk_is_unavailable_saying_so_without_the_error_text() {
+        let source = sqlx::Error::Io(std::io::Error::other("/secret/path: no space left"));
+        let status = Status::from(StoreError::Storage(source));
+        assert_eq!(status.code(), Code::Unavailable);
+        assert!(status.message().contains("disk is full"), "{status:?}");
+        assert!(!status.message().contains("/secret"), "{status:?}");
+    }
+
+    #[test]
     fn every_counted_store_failure_kind_is_registered_at_zero() {
         let failures = [
             StoreError::Unavailable(sqlx::Error::PoolTimedOut),
+            StoreError::Storage(sqlx::Error::PoolTimedOut),
             StoreError::Database(sqlx::Error::PoolClosed),
             StoreError::Contended,
             StoreError::Corrupt("x".into()),

@@ -52,6 +52,10 @@ pub enum StoreError {
     /// The database cannot be reached or is shutting down; the caller may retry.
     #[error("the database is unavailable")]
     Unavailable(#[source] sqlx::Error),
+    /// The database's files cannot be written (or read): the disk is full, the filesystem is
+    /// read-only, or an I/O error (the embedded store); the caller may retry.
+    #[error("the database's storage failed: disk full, read-only or an I/O error")]
+    Storage(#[source] sqlx::Error),
     /// The database answered with something claimd did not expect.
     #[error("database error")]
     Database(#[source] sqlx::Error),
@@ -208,7 +212,8 @@ pub trait Gauges: Send + Sync {
 /// The database itself: is it there, is its schema current.
 #[async_trait]
 pub trait Lifecycle: Send + Sync {
-    /// Succeeds while the database answers.
+    /// Succeeds while the database answers — and, on SQLite, after a write failed for the
+    /// storage, only once a write succeeds again (docs/DESIGN.md §4.3).
     async fn ping(&self) -> Result<(), StoreError>;
 
     /// Applies the embedded migrations.
@@ -264,7 +269,7 @@ impl StoreError {
         match self {
             StoreError::NotFound => "not_found",
             StoreError::Refused(_) => "refused",
-            StoreError::Unavailable(_) => "unavailable",
+            StoreError::Unavailable(_) | StoreError::Storage(_) => "unavailable",
             StoreError::Contended => "contended",
             StoreError::DeadlinePassed => "deadline",
             StoreError::Sealed(_) => "sealed",

@@ -24,6 +24,7 @@ mod drain;
 mod durability;
 mod embedded;
 mod faults;
+mod faults_disk;
 mod faults_failover;
 mod faults_network;
 mod faults_skew;

@@ -74,11 +74,23 @@ impl SqliteDriver {
         Ok(rows)
     }
 
-    /// Makes every write that still applies, in one transaction; what became of each.
+    /// Makes every write that still applies, in one transaction; what became of each. How it
+    /// ended is noted for health (`writable`).
     pub(super) async fn write_rows(
         &self,
         writes: &[RowWrite],
     ) -> Result<Vec<WriteOutcome>, StoreError> {
+        let outcomes = self.writable.noted(self.write_in_one(writes).await)?;
+        if outcomes
+            .iter()
+            .any(|o| matches!(o, WriteOutcome::Written(_)))
+        {
+            self.writable.wrote();
+        }
+        Ok(outcomes)
+    }
+
+    async fn write_in_one(&self, writes: &[RowWrite]) -> Result<Vec<WriteOutcome>, StoreError> {
         let mut tx = self
             .writer
             .begin_with("BEGIN IMMEDIATE")

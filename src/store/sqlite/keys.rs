@@ -96,7 +96,21 @@ impl KeyStore for SqliteDriver {
     }
 
     async fn touch_keys(&self, ids: &[String]) -> Result<(), StoreError> {
-        // One transaction on the writer for the whole batch: one commit, however many keys.
+        let touched = self.touch_in_one(ids).await;
+        self.writable.noted(touched)
+    }
+
+    async fn keys_exist(&self) -> Result<bool, StoreError> {
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM api_keys)")
+            .fetch_one(&self.reader)
+            .await
+            .map_err(interpret)
+    }
+}
+
+impl SqliteDriver {
+    /// The key touches in one transaction on the writer: one commit, however many keys.
+    async fn touch_in_one(&self, ids: &[String]) -> Result<(), StoreError> {
         let now = self.clock.now().timestamp_micros();
         let mut tx = self.writer.begin().await.map_err(interpret)?;
         for id in ids {
@@ -109,14 +123,6 @@ impl KeyStore for SqliteDriver {
             .await
             .map_err(interpret)?;
         }
-        tx.commit().await.map_err(interpret)?;
-        Ok(())
-    }
-
-    async fn keys_exist(&self) -> Result<bool, StoreError> {
-        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM api_keys)")
-            .fetch_one(&self.reader)
-            .await
-            .map_err(interpret)
+        tx.commit().await.map_err(interpret)
     }
 }

@@ -28,8 +28,9 @@ pub fn lock(database: &Path) -> Result<FileLock, StoreError> {
         crate::private_fs::restrict(&path)?;
         Ok(file)
     });
-    let mut file = opened
-        .map_err(|e| StoreError::Open(format!("cannot open lock file {}: {e}", path.display())))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let doing = format!("cannot open lock file {}", path.display());
+    let mut file = opened.map_err(|e| super::open_error(doing, dir, e))?;
     match file.try_lock() {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) => {

@@ -20,6 +20,7 @@ mod lock;
 mod pages;
 mod prune;
 mod rows;
+mod writable;
 
 pub use lock::FileLock;
 
@@ -32,8 +33,10 @@ use async_trait::async_trait;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
+use std::path::Path;
 use std::str::FromStr;
 use std::sync::Arc;
+use writable::Writable;
 
 /// The `receipts` columns claimd reads, as SQLite returns them: counts are `INTEGER`, times
 /// microseconds since the epoch.
@@ -52,6 +55,7 @@ pub struct SqliteDriver {
     clock: Clock,
     seal: Arc<Sealer>,
     batcher: Batcher,
+    writable: Writable,
     _lock: Option<Arc<FileLock>>,
 }
 
@@ -71,7 +75,7 @@ impl SqliteDriver {
             .filter(|d| !d.as_os_str().is_empty())
         {
             crate::private_fs::create_dir_all(dir)
-                .map_err(|e| StoreError::Open(format!("cannot create {}: {e}", dir.display())))?;
+                .map_err(|e| open_error(format!("cannot create {}", dir.display()), dir, e))?;
             warn_if_open(dir);
         }
         private_files(connect.get_filename())?;
@@ -84,6 +88,7 @@ impl SqliteDriver {
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .test_before_acquire(false)
+            .after_release(writable::reusable)
             .acquire_timeout(options.acquire_timeout)
             .connect_with(connect.clone())
             .await
@@ -104,6 +109,7 @@ impl SqliteDriver {
                 options.batch,
                 crate::config::defaults::GROUP_COMMIT_LANES_SQLITE,
             ),
+            writable: Writable::default(),
             _lock: lock,
         })
     }
@@ -111,13 +117,14 @@ impl SqliteDriver {
 
 /// Creates the database file 0600 if it is missing and makes it and its `-wal` and `-shm`
 /// 0600 if they are wider, before SQLite opens them.
-fn private_files(database: &std::path::Path) -> Result<(), StoreError> {
+fn private_files(database: &Path) -> Result<(), StoreError> {
     let name = database.as_os_str();
     if name.is_empty() || name == ":memory:" {
         return Ok(());
     }
-    let fail = |path: &std::path::Path, e: std::io::Error| {
-        StoreError::Open(format!("cannot make {} private: {e}", path.display()))
+    let fail = |path: &Path, e: std::io::Error| {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        open_error(format!("cannot make {} private", path.display()), dir, e)
     };
     match crate::private_fs::create_new(database) {
         Ok(_) => {}
@@ -135,7 +142,7 @@ fn private_files(database: &std::path::Path) -> Result<(), StoreError> {
 
 /// Warns when an existing data directory (not a shared, sticky one such as `/tmp`) lets
 /// other users list it: the files in it are 0600, but `chmod 700` it.
-fn warn_if_open(dir: &std::path::Path) {
+fn warn_if_open(dir: &Path) {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -152,20 +159,46 @@ fn warn_if_open(dir: &std::path::Path) {
     let _ = dir;
 }
 
-/// Every SQLite error goes through here: a busy or unopenable database is unavailable.
+/// Why a file of the database in `dir` could not be made: `doing`, and the error. A
+/// read-only filesystem is named as such, with the directory: claimd writes its database,
+/// WAL and lock file there, so it does not start on one (docs/DESIGN.md §4.3).
+fn open_error(doing: String, dir: &Path, e: std::io::Error) -> StoreError {
+    if e.kind() == std::io::ErrorKind::ReadOnlyFilesystem {
+        StoreError::Open(format!(
+            "the data directory {} is on a read-only filesystem: claimd writes its database, \
+             WAL and lock file there; mount it read-write ({doing}: {e})",
+            dir.display()
+        ))
+    } else {
+        StoreError::Open(format!("{doing}: {e}"))
+    }
+}
+
+/// Every SQLite error goes through here. The storage failing — SQLITE_READONLY (8),
+/// SQLITE_IOERR (10), SQLITE_FULL (13), SQLITE_CANTOPEN (14), with their extended codes — is
+/// [`StoreError::Storage`]; a busy or locked database (SQLITE_BUSY 5, SQLITE_LOCKED 6), an
+/// I/O error of sqlx's, a pool timed out or closed and a crashed worker are
+/// [`StoreError::Unavailable`]: both UNAVAILABLE to callers. Anything else is
+/// [`StoreError::Database`].
 fn interpret(e: sqlx::Error) -> StoreError {
-    let unavailable = match &e {
-        sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed => true,
-        sqlx::Error::WorkerCrashed => true,
-        // SQLITE_BUSY (5), SQLITE_LOCKED (6), SQLITE_IOERR (10), SQLITE_FULL (13),
-        // SQLITE_CANTOPEN (14), including their extended codes.
+    let code = match &e {
         sqlx::Error::Database(db) => db
             .code()
             .and_then(|c| c.parse::<i64>().ok())
-            .is_some_and(|code| matches!(code & 0xff, 5 | 6 | 10 | 13 | 14)),
-        _ => false,
+            .map(|code| code & 0xff),
+        _ => None,
     };
-    if unavailable {
+    let unavailable = matches!(code, Some(5 | 6))
+        || matches!(
+            e,
+            sqlx::Error::Io(_)
+                | sqlx::Error::PoolTimedOut
+                | sqlx::Error::PoolClosed
+                | sqlx::Error::WorkerCrashed
+        );
+    if matches!(code, Some(8 | 10 | 13 | 14)) {
+        StoreError::Storage(e)
+    } else if unavailable {
         StoreError::Unavailable(e)
     } else {
         StoreError::Database(e)
@@ -174,7 +207,12 @@ fn interpret(e: sqlx::Error) -> StoreError {
 
 #[async_trait]
 impl Lifecycle for SqliteDriver {
+    /// While the last write failed for the storage, one real write (`writable`); otherwise a
+    /// statement on a reader.
     async fn ping(&self) -> Result<(), StoreError> {
+        if self.writable.failing() {
+            return self.writable.probe(&self.writer).await;
+        }
         sqlx::query("SELECT 1")
             .execute(&self.reader)
             .await

@@ -91,7 +91,11 @@ impl Retention for SqliteDriver {
         if matches!(step, PruneStep::StripResponse) {
             query = query.bind(micros(now)); // response_pruned_at
         }
-        let done = query.execute(&self.writer).await.map_err(interpret)?;
+        let done = query.execute(&self.writer).await.map_err(interpret);
+        let done = self.writable.noted(done)?;
+        if done.rows_affected() > 0 {
+            self.writable.wrote();
+        }
         Ok(done.rows_affected())
     }
 
