@@ -51,8 +51,14 @@ async fn soak(store: &str, args: &[&str]) {
         assert!(num(row, "rss_mib") > 0.0, "claimd's RSS in {row:?}");
         let (fds, sockets) = (num(row, "open_fds"), num(row, "sockets"));
         let tcp = num(row, "tcp_conns");
-        assert!(tcp >= 1.0, "the bench's connection to claimd is counted: {row:?}");
-        assert!(fds >= sockets && sockets >= tcp, "fds ⊇ sockets ⊇ TCP: {row:?}");
+        assert!(
+            tcp >= 1.0,
+            "the bench's connection to claimd is counted: {row:?}"
+        );
+        assert!(
+            fds >= sockets && sockets >= tcp,
+            "fds ⊇ sockets ⊇ TCP: {row:?}"
+        );
         cycles += num(row, "cycles");
     }
     assert!(cycles > 0.0, "no cycle answered in {rows:?}");

@@ -99,7 +99,10 @@ pub fn open_files(pid: u32) -> anyhow::Result<OpenFiles> {
             continue;
         };
         let target = target.to_string_lossy();
-        if let Some(inode) = target.strip_prefix("socket:[").and_then(|t| t.strip_suffix(']')) {
+        if let Some(inode) = target
+            .strip_prefix("socket:[")
+            .and_then(|t| t.strip_suffix(']'))
+        {
             inodes.insert(inode.to_owned());
         }
     }

@@ -45,9 +45,27 @@ pub fn draw(path: &Path, samples: &[Sample], font: Option<&Path>) -> anyhow::Res
         ("rate asked", grey, |s| s.target_per_s),
     ];
     panel(&panels[0], &title("claimd RSS"), "MiB", samples, &rss)?;
-    panel(&panels[1], &title("claimd open files"), "count", samples, &files)?;
-    panel(&panels[2], &title("latency per period"), "ms", samples, &latency)?;
-    panel(&panels[3], &title("throughput"), "cycles/s", samples, &throughput)?;
+    panel(
+        &panels[1],
+        &title("claimd open files"),
+        "count",
+        samples,
+        &files,
+    )?;
+    panel(
+        &panels[2],
+        &title("latency per period"),
+        "ms",
+        samples,
+        &latency,
+    )?;
+    panel(
+        &panels[3],
+        &title("throughput"),
+        "cycles/s",
+        samples,
+        &throughput,
+    )?;
     root.present().map_err(|e| anyhow!("{e}"))?;
     Ok(())
 }
@@ -80,9 +98,12 @@ fn panel(
         .x_desc("seconds")
         .y_desc(y_desc)
         .x_label_formatter(&|x| format!("{x:.0}"))
-        .y_label_formatter(&|y| match max_y {
-            20.0.. => format!("{y:.0}"),
-            _ => format!("{y:.1}"),
+        .y_label_formatter(&|y| {
+            if max_y >= 20.0 {
+                format!("{y:.0}")
+            } else {
+                format!("{y:.1}")
+            }
         })
         .draw()
         .map_err(|e| anyhow!("{e}"))?;

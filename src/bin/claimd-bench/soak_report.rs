@@ -170,7 +170,10 @@ pub fn verdict(samples: &[Sample]) -> String {
     };
     let (p99_a, p99_b) = (p99(first), p99(last));
     let drift = if p99_a > 0.0 { p99_b / p99_a } else { 1.0 };
-    let (thr_a, thr_b) = (mean(first, |s| s.cycles_per_s), mean(last, |s| s.cycles_per_s));
+    let (thr_a, thr_b) = (
+        mean(first, |s| s.cycles_per_s),
+        mean(last, |s| s.cycles_per_s),
+    );
     let fds = range(samples, |s| s.open_fds);
     let sockets = range(samples, |s| s.sockets);
     let tcp = range(samples, |s| s.tcp_conns);
