@@ -15,7 +15,7 @@ use std::process::{Command, Output};
 const WORKLOADS: [&str; 5] = ["new", "duplicate", "inflight", "mixed", "takeover"];
 
 /// `claimd-bench` with the short run's flags and none of the test's `CLAIMD_*` variables.
-fn bench() -> Command {
+pub(crate) fn bench() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_claimd-bench"));
     for (name, _) in std::env::vars_os() {
         if name.to_string_lossy().starts_with("CLAIMD_") {
@@ -27,7 +27,7 @@ fn bench() -> Command {
 }
 
 /// Runs `cmd` to the end off the async runtime.
-async fn output(mut cmd: Command) -> Output {
+pub(crate) async fn output(mut cmd: Command) -> Output {
     let run = tokio::task::spawn_blocking(move || cmd.output());
     run.await
         .expect("the runner thread")
@@ -35,7 +35,7 @@ async fn output(mut cmd: Command) -> Output {
 }
 
 /// The CSV at `path` as header names and rows of fields.
-fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
+pub(crate) fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
     let text = std::fs::read_to_string(path).expect("the bench wrote its CSV");
     let mut lines = text
         .lines()
@@ -45,14 +45,14 @@ fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
 }
 
 /// Field `name` of `row`.
-fn field<'a>(header: &[String], row: &'a [String], name: &str) -> &'a str {
+pub(crate) fn field<'a>(header: &[String], row: &'a [String], name: &str) -> &'a str {
     let i = header.iter().position(|h| h == name);
     let i = i.unwrap_or_else(|| panic!("the CSV has no column {name}: {header:?}"));
     &row[i]
 }
 
 /// Asserts the run succeeded, showing what it printed if not.
-fn assert_success(out: &Output) {
+pub(crate) fn assert_success(out: &Output) {
     assert!(
         out.status.success(),
         "claimd-bench failed ({}):\n{}\n{}",

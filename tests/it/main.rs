@@ -13,6 +13,7 @@ mod common;
 mod auth;
 mod auth_flood;
 mod bench;
+mod bench_soak;
 mod cli;
 mod client_guard;
 mod concurrency;

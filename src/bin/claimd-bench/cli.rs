@@ -102,6 +102,26 @@ pub struct Args {
     /// system font directories (DejaVu Sans preferred).
     #[arg(long)]
     pub plot_font: Option<PathBuf>,
+
+    /// Soak instead of rounds: the mixed workload against claimd alone (no SQL baseline)
+    /// for this many seconds, open loop at --rate cycles/s over a pool of --callers callers
+    /// (one value), every answer checked. Every --sample-every seconds one line on stderr
+    /// and one --csv row: cycles, errors and p50/p99/p99.9 of that period, claimd's RSS,
+    /// open file descriptors, sockets, established TCP connections and CPU. At the end a
+    /// verdict on flatness (first third of the samples against the last; reported, never
+    /// the exit status) and the --plot PNG: RSS, connections, latency and throughput
+    /// against time. `--plot-from` a soak CSV redraws that plot.
+    #[arg(long, conflicts_with = "target")]
+    pub soak: Option<f64>,
+
+    /// A soak's cycles (deliveries) started per second, all callers together. Slots are
+    /// not skipped: when every caller is busy past its slot the CSV's `behind_ms` grows.
+    #[arg(long, requires = "soak")]
+    pub rate: Option<f64>,
+
+    /// A soak's sample period in seconds.
+    #[arg(long, default_value_t = 10.0, requires = "soak")]
+    pub sample_every: f64,
 }
 
 /// The store claimd serves from.
@@ -224,6 +244,18 @@ impl Args {
         }
         if self.pool_cap == 0 || self.callers_per_channel == 0 {
             bail!("--pool-cap and --callers-per-channel must be positive");
+        }
+        if let Some(soak) = self.soak {
+            let positive = |v: f64| v.is_finite() && v > 0.0;
+            if !positive(soak) || !positive(self.sample_every) {
+                bail!("--soak and --sample-every must be positive seconds");
+            }
+            if !self.rate.is_some_and(positive) {
+                bail!("--soak needs --rate CYCLES_PER_SECOND (positive)");
+            }
+            if self.callers.len() != 1 {
+                bail!("--soak runs one pool of callers: give --callers one value");
+            }
         }
         Ok(())
     }

@@ -6,7 +6,8 @@
 //! WAL bytes per cycle and the claimd/SQL ratios, as a table, a CSV file and a PNG plot.
 //!
 //! This file owns the run: flags → claimd (restarted per callers value with a pool of
-//! min(callers, --pool-cap) connections) and the sides → the rounds in order → the report.
+//! min(callers, --pool-cap) connections) and the sides → the rounds in order → the report;
+//! or, with `--soak`, the setup before handing over to [`soak::run`].
 //! Exit status: 0 when every answer was right, 1 when any was wrong (they are printed and
 //! never counted as cycles), 2 when the run itself failed.
 
@@ -21,9 +22,13 @@ mod round;
 mod runner;
 mod server;
 mod side;
+mod soak;
+mod soak_plot;
+mod soak_report;
 mod sql;
 mod workload;
 
+use anyhow::Context;
 use clap::Parser;
 use cli::{Args, StoreKind, Workload};
 use database::Pg;
@@ -62,6 +67,13 @@ async fn main() -> ExitCode {
 /// The whole run; the number of wrong answers.
 async fn run(args: Args) -> anyhow::Result<u64> {
     if let (false, Some(path)) = (args.plot_from.is_empty(), &args.plot) {
+        if let [csv] = args.plot_from.as_slice()
+            && soak_report::is_soak_csv(csv)?
+        {
+            let samples = soak_report::read_csv(csv)?;
+            soak_plot::draw(path, &samples, args.plot_font.as_deref())?;
+            return Ok(0);
+        }
         let mut rows = Vec::new();
         for csv in &args.plot_from {
             rows.extend(report::read_csv(csv)?);
@@ -93,12 +105,19 @@ async fn run(args: Args) -> anyhow::Result<u64> {
         }),
     };
     eprintln!(
-        "claimd-bench: run {run_id}, seed {seed}, store {}, {} s rounds x {}",
+        "claimd-bench: run {run_id}, seed {seed}, store {}, {}",
         args.store.label(),
-        args.seconds,
-        args.rounds
+        match args.soak {
+            Some(soak) => format!("a soak of {soak} s"),
+            None => format!("{} s rounds x {}", args.seconds, args.rounds),
+        }
     );
     prefill(&args, launch.as_ref(), pg.as_ref()).await?;
+    if args.soak.is_some() {
+        // --soak conflicts with --target, so claimd is started here.
+        let launch = launch.as_ref().context("--soak starts its own claimd")?;
+        return soak::run(&args, launch, seed, &run_id).await;
+    }
 
     let mut all = Vec::new();
     let mut wrong = 0u64;

@@ -15,9 +15,10 @@
 //! - the delivery after the retry is due: CLAIMED, attempt 2, then Complete.
 //!
 //! Retries still owed when the round ends are delivered after it ([`drain`]), checked but
-//! not timed.
+//! not timed. In a soak, every delivery first waits for its slot of the plan's [`Pacer`]
+//! (outside the latency it records) and every record is copied into the plan's tap.
 
-use crate::runner::{Pending, Recorder};
+use crate::runner::{Pacer, Pending, Recorder, pace};
 use crate::side::{ClaimMode, Decision, Side};
 use crate::workload::{MARGIN, Plan, SHORT_LEASE, WORK_LEASE, check, fingerprint, response_for};
 use rand::rngs::StdRng;
@@ -34,12 +35,14 @@ const EARLY_DUPLICATE_RATE: f64 = 0.5;
 pub async fn caller(side: Side, plan: Plan, caller: usize, deadline: Instant) -> Recorder {
     let stream = (caller as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     let mut rng = StdRng::seed_from_u64(plan.seed ^ stream);
-    let mut rec = Recorder::default();
+    let mut rec = Recorder::tapped(plan.tap.clone());
+    let pacer = plan.pace.as_deref();
     let mut pending: VecDeque<Pending> = VecDeque::new();
     let mut n = 0u64;
     while Instant::now() < deadline {
         if pending.front().is_some_and(|p| p.due <= Instant::now()) {
             if let Some(p) = pending.pop_front() {
+                pace(pacer).await;
                 redeliver(&side, caller, &p, &mut rec).await;
             }
             continue;
@@ -53,6 +56,7 @@ pub async fn caller(side: Side, plan: Plan, caller: usize, deadline: Instant) ->
             side: &side,
             caller,
             key: &key,
+            pacer,
         };
         if let Err(e) = event
             .run(deliveries, fails, early, &mut rec, &mut pending)
@@ -119,11 +123,13 @@ struct Event<'a> {
     side: &'a Side,
     caller: usize,
     key: &'a str,
+    pacer: Option<&'a Pacer>,
 }
 
 impl Event<'_> {
-    /// Claim of this event, timed.
+    /// Claim of this event (once its slot has come, in a soak), timed from its sending.
     async fn claim(&self) -> Result<(crate::side::Answer, Duration), String> {
+        pace(self.pacer).await;
         let started = Instant::now();
         let fp = fingerprint(self.key);
         let answer = self
@@ -178,9 +184,9 @@ impl Event<'_> {
             due: returned + SHORT_LEASE + MARGIN,
         };
         for _ in 0..left {
-            let sent = Instant::now();
             let (dup, dup_took) = self.claim().await?;
             let received = Instant::now();
+            let sent = received - dup_took;
             match dup.decision {
                 Decision::RetryScheduled if sent < p.due => rec.ok(dup_took),
                 Decision::Claimed if received >= p.not_before => {

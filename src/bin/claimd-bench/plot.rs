@@ -16,18 +16,25 @@ const FONT_DIRS: [&str; 2] = ["/usr/share/fonts", "/usr/local/share/fonts"];
 /// Pixels per panel.
 const PANEL: (u32, u32) = (640, 360);
 
-/// Draws the rows' medians into `path`.
-pub fn draw(path: &Path, rows: &[Row], font: Option<&Path>) -> anyhow::Result<()> {
+/// Registers `font` (else the one [`find_font`] finds) as plotters' "sans-serif".
+pub fn use_font(font: Option<&Path>) -> anyhow::Result<()> {
     let font = match font {
         Some(font) => font.to_path_buf(),
-        None => find_font().context("no .ttf font found for the plot: pass --plot-font")?,
+        None => find_font().context(
+            "no .ttf font found for the plot: pass --plot-font, or install one \
+             (Debian: fonts-dejavu-core)",
+        )?,
     };
     let bytes = std::fs::read(&font).with_context(|| format!("cannot read {}", font.display()))?;
     // plotters keeps registered fonts for the life of the process.
     let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
     register_font("sans-serif", FontStyle::Normal, bytes)
-        .map_err(|_| anyhow!("{} is not a usable TrueType font", font.display()))?;
+        .map_err(|_| anyhow!("{} is not a usable TrueType font", font.display()))
+}
 
+/// Draws the rows' medians into `path`.
+pub fn draw(path: &Path, rows: &[Row], font: Option<&Path>) -> anyhow::Result<()> {
+    use_font(font)?;
     let mut workloads: Vec<_> = rows.iter().map(|r| (r.store, r.workload)).collect();
     workloads.dedup();
     if workloads.is_empty() {

@@ -1,7 +1,9 @@
 //! What the claimd process costs during a round, from Linux's `/proc`: CPU time
 //! (utime + stime of `/proc/PID/stat`, in clock ticks) and the peak resident set, sampled
-//! from `VmRSS` in `/proc/PID/status` every 100 ms by a background task.
+//! from `VmRSS` in `/proc/PID/status` every 100 ms by a background task; for a soak also
+//! what it holds open ([`open_files`]).
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -72,4 +74,54 @@ impl RssSampler {
         let _ = self.task.await;
         self.peak.load(Ordering::Relaxed)
     }
+}
+
+/// What a process holds open: see [`open_files`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenFiles {
+    /// Entries of `/proc/PID/fd`.
+    pub fds: usize,
+    /// Those that are sockets (`socket:[inode]`: TCP, UDP and unix alike).
+    pub sockets: usize,
+    /// Those sockets that are established TCP connections (state 01 in the process's
+    /// `/proc/PID/net/tcp` and `tcp6`): gRPC clients, and PostgreSQL when reached by TCP.
+    pub tcp: usize,
+}
+
+/// The open files, sockets and established TCP connections of `pid` now.
+pub fn open_files(pid: u32) -> anyhow::Result<OpenFiles> {
+    let mut inodes = HashSet::new();
+    let mut fds = 0;
+    for entry in std::fs::read_dir(format!("/proc/{pid}/fd"))? {
+        fds += 1;
+        // An fd closed between the listing and the readlink is simply not counted.
+        let Ok(target) = std::fs::read_link(entry?.path()) else {
+            continue;
+        };
+        let target = target.to_string_lossy();
+        if let Some(inode) = target
+            .strip_prefix("socket:[")
+            .and_then(|t| t.strip_suffix(']'))
+        {
+            inodes.insert(inode.to_owned());
+        }
+    }
+    let mut tcp = 0;
+    for table in ["tcp", "tcp6"] {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")) else {
+            continue;
+        };
+        // Columns: sl local rem st tx:rx tr:when retrnsmt uid timeout inode …
+        for line in text.lines().skip(1) {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            if cols.get(3) == Some(&"01") && cols.get(9).is_some_and(|i| inodes.contains(*i)) {
+                tcp += 1;
+            }
+        }
+    }
+    Ok(OpenFiles {
+        fds,
+        sockets: inodes.len(),
+        tcp,
+    })
 }

@@ -1,10 +1,13 @@
 //! The closed loop of one timed round: N caller tasks, each with its own [`Recorder`]
 //! (an HDR histogram of cycle latencies in microseconds, the cycle count, the wrong answers
 //! apart), started together and joined; the round's elapsed time runs until the last caller
-//! stops. Wrong answers never count as cycles.
+//! stops. Wrong answers never count as cycles. For a soak, a [`Pacer`] holds the callers to
+//! a rate and a [`Tap`] copies every record into one shared period's [`Recorder`].
 
 use hdrhistogram::Histogram;
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Wrong answers kept verbatim per caller (the rest are only counted).
@@ -38,7 +41,13 @@ pub struct Recorder {
     pub pending: Vec<Pending>,
     /// Set when a workload's prepared keys ran out before the deadline.
     pub ran_out: bool,
+    /// Where every record is copied as well (a soak's current period).
+    pub tap: Option<Tap>,
 }
+
+/// One record shared by every caller of a soak, taken (and replaced by an empty one) at
+/// the end of each sample period.
+pub type Tap = Arc<Mutex<Recorder>>;
 
 /// An empty histogram with the bench's bounds.
 pub fn histogram() -> Histogram<u64> {
@@ -55,24 +64,88 @@ impl Default for Recorder {
             first_errors: Vec::new(),
             pending: Vec::new(),
             ran_out: false,
+            tap: None,
         }
     }
 }
 
 impl Recorder {
+    /// An empty record whose records are copied into `tap` too.
+    pub fn tapped(tap: Option<Tap>) -> Recorder {
+        Recorder {
+            tap,
+            ..Recorder::default()
+        }
+    }
+
     /// Records one successful cycle that took `latency`.
     pub fn ok(&mut self, latency: Duration) {
         let micros = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
         self.hist.saturating_record(micros.clamp(1, MAX_MICROS));
         self.cycles += 1;
+        if let Some(tap) = &self.tap {
+            lock(tap).ok(latency);
+        }
     }
 
     /// Records one wrong answer or failed call.
     pub fn error(&mut self, message: String) {
+        if let Some(tap) = &self.tap {
+            lock(tap).error(message.clone());
+        }
         self.errors += 1;
         if self.first_errors.len() < KEEP_ERRORS {
             self.first_errors.push(message);
         }
+    }
+}
+
+/// The tap's record, even if a caller panicked while holding it (a record stays valid).
+pub fn lock(tap: &Tap) -> std::sync::MutexGuard<'_, Recorder> {
+    tap.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Open-loop pacing: the n-th cycle of all callers together may start at `start + n / rate`
+/// and not before. Slots are never skipped: when every caller is busy past its slot, the
+/// cycles start late (see [`Pacer::behind`]) and catch up as soon as callers are free.
+pub struct Pacer {
+    start: Instant,
+    interval: Duration,
+    next: AtomicU64,
+}
+
+impl Pacer {
+    /// `rate` cycles per second from now.
+    pub fn new(rate: f64) -> Pacer {
+        Pacer {
+            start: Instant::now(),
+            interval: Duration::from_secs_f64(1.0 / rate),
+            next: AtomicU64::new(0),
+        }
+    }
+
+    /// The start time of slot `n`.
+    fn slot(&self, n: u64) -> Instant {
+        self.start + self.interval.mul_f64(n as f64)
+    }
+
+    /// Waits for the next free slot.
+    pub async fn wait(&self) {
+        let slot = self.slot(self.next.fetch_add(1, Ordering::Relaxed));
+        tokio::time::sleep_until(slot.into()).await;
+    }
+
+    /// How far the next free slot lies in the past now: zero while the callers keep up.
+    pub fn behind(&self) -> Duration {
+        let slot = self.slot(self.next.load(Ordering::Relaxed));
+        Instant::now().saturating_duration_since(slot)
+    }
+}
+
+/// Waits for `pacer`'s next slot, if there is one.
+pub async fn pace(pacer: Option<&Pacer>) {
+    if let Some(pacer) = pacer {
+        pacer.wait().await;
     }
 }
 

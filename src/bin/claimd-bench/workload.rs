@@ -16,7 +16,7 @@
 //! Keys are `<prefix>-<caller>-<n>` with a prefix unique to the run, round and side.
 
 use crate::cli::Workload;
-use crate::runner::Recorder;
+use crate::runner::{Pacer, Recorder, Tap};
 use crate::side::{Answer, ClaimMode, Decision, Side};
 use anyhow::bail;
 use sha2::{Digest, Sha256};
@@ -90,6 +90,10 @@ pub struct Plan {
     pub next: Arc<AtomicUsize>,
     /// Seeds the mixed workload's random deliveries (same on both sides).
     pub seed: u64,
+    /// Holds the mixed workload's deliveries to a rate (a soak; rounds run unpaced).
+    pub pace: Option<Arc<Pacer>>,
+    /// Where the mixed workload's callers copy their records (a soak's current period).
+    pub tap: Option<Tap>,
 }
 
 /// Sets a round up, untimed: the keys `duplicate`, `inflight` and `takeover` need
@@ -152,6 +156,8 @@ pub async fn prepare(
         keys,
         next,
         seed,
+        pace: None,
+        tap: None,
     })
 }
 
