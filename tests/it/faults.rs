@@ -22,6 +22,11 @@ pub(crate) enum Db<'a> {
 
 /// Starts a claimd replica on `addr`, serving `db` with the test seal key.
 pub(crate) async fn replica(db: Db<'_>, addr: SocketAddr) -> Claimd {
+    Claimd::start(replica_command(db, addr), addr).await
+}
+
+/// The command [`replica`] starts, for a test that adds to it (an environment of its own).
+pub(crate) fn replica_command(db: Db<'_>, addr: SocketAddr) -> std::process::Command {
     let mut cmd = claimd();
     cmd.args(["serve", "--listen", &addr.to_string(), "--db-timeout", "2s"]);
     match db {
@@ -29,7 +34,7 @@ pub(crate) async fn replica(db: Db<'_>, addr: SocketAddr) -> Claimd {
         Db::Sqlite(dir) => cmd.arg("--data-dir").arg(dir),
     };
     cmd.env("CLAIMD_SEAL_KEYS", crate::common::raw::TEST_SEAL_KEY);
-    Claimd::start(cmd, addr).await
+    cmd
 }
 
 /// Runs the workload against `addrs` while `fault` runs, then stops the callers once the

@@ -5,9 +5,9 @@
 //! runs under libfaketime (`LD_PRELOAD`), which moves its wall clock and leaves its
 //! monotonic clock alone, as NTP trouble would.
 
-use crate::common::process::{Claimd, claimd, free_addr};
+use crate::common::process::{Claimd, free_addr};
 use crate::common::receipt_ops::{FP, NS, claim_request, secs};
-use crate::faults::{SECOND, under};
+use crate::faults::{Db, SECOND, replica_command, under};
 use crate::history::workload::{self, channel};
 use claimd::pb::{
     self, CompleteRequest, Decision, GetRequest, HeartbeatRequest, claim_service_client,
@@ -34,19 +34,22 @@ fn libfaketime() -> PathBuf {
 /// A claimd on `addr` serving `url` with its wall clock moved by `offset` (libfaketime's
 /// syntax: "-300s" is five minutes behind).
 async fn skewed(url: &str, addr: SocketAddr, offset: &str) -> Claimd {
-    let mut cmd = claimd();
-    cmd.args([
-        "serve",
-        "--listen",
-        &addr.to_string(),
-        "--database-url",
-        url,
-    ]);
-    cmd.env("CLAIMD_SEAL_KEYS", crate::common::raw::TEST_SEAL_KEY);
+    let mut cmd = replica_command(Db::Postgres(url), addr);
     cmd.env("LD_PRELOAD", libfaketime())
         .env("FAKETIME", offset)
         .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
     Claimd::start(cmd, addr).await
+}
+
+/// Three replicas of `url`: on time, five minutes behind and five minutes ahead.
+async fn three_replicas(url: &str) -> ([Claimd; 3], [SocketAddr; 3]) {
+    let addrs = [free_addr(), free_addr(), free_addr()];
+    let servers = [
+        skewed(url, addrs[0], "+0s").await,
+        skewed(url, addrs[1], "-300s").await,
+        skewed(url, addrs[2], "+300s").await,
+    ];
+    (servers, addrs)
 }
 
 type Client = claim_service_client::ClaimServiceClient<Channel>;
@@ -91,12 +94,7 @@ async fn claim(client: &mut Client, key: &str) -> (Decision, u32, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_replicas_five_minutes_apart_decide_alike_and_meet_their_deadlines() {
     let url = crate::common::pg::fresh_database().await;
-    let (on_time, behind, ahead) = (free_addr(), free_addr(), free_addr());
-    let _servers = [
-        skewed(&url, on_time, "+0s").await,
-        skewed(&url, behind, "-300s").await,
-        skewed(&url, ahead, "+300s").await,
-    ];
+    let (_servers, [on_time, behind, ahead]) = three_replicas(&url).await;
     let (mut on_time, mut behind, mut ahead) = (client(on_time), client(behind), client(ahead));
 
     // A write with a deadline through the replica that is behind is made, not refused as late.
@@ -165,12 +163,7 @@ async fn postgres_replicas_five_minutes_apart_decide_alike_and_meet_their_deadli
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_a_history_over_replicas_minutes_apart_passes_the_checker() {
     let url = crate::common::pg::fresh_database().await;
-    let (on_time, behind, ahead) = (free_addr(), free_addr(), free_addr());
-    let _servers = [
-        skewed(&url, on_time, "+0s").await,
-        skewed(&url, behind, "-300s").await,
-        skewed(&url, ahead, "+300s").await,
-    ];
+    let (_servers, [on_time, behind, ahead]) = three_replicas(&url).await;
     // Half the callers give each call a deadline of their own, so writes are checked for time.
     let load = workload::Workload {
         cancel_within: Some(3 * SECOND),
