@@ -216,6 +216,8 @@ pub struct Config {
     pub connections: crate::listener::ConnectionLimits,
     /// Most bytes of receipts in one List or ListOrphaned page.
     pub list_page_bytes: usize,
+    /// Most Claims waiting at once (`wait`).
+    pub max_waiting_claims: usize,
     /// Failed authentications per peer address per window; 0: no limit.
     pub auth_failure_limit: u32,
     /// Refill time of the failure limit.
@@ -301,6 +303,7 @@ impl Config {
             key_cache_ttl: args.key_cache_ttl,
             connections,
             list_page_bytes: args.limits.list_page_bytes as usize,
+            max_waiting_claims: args.limits.max_waiting_claims as usize,
             auth_failure_limit: args.auth.auth_failure_limit,
             auth_failure_window: args.auth.auth_failure_window,
             key_touch_interval: args.auth.key_touch_interval,

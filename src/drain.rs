@@ -23,6 +23,7 @@ struct State {
     draining: AtomicBool,
     in_flight: AtomicUsize,
     idle: Notify,
+    started: Notify,
 }
 
 /// A switch shared by the server and the layer (set once, at shutdown) and the count of
@@ -34,6 +35,17 @@ impl Drain {
     /// Starts draining: new calls are refused from now on.
     pub fn start(&self) {
         self.0.draining.store(true, Ordering::SeqCst);
+        self.0.started.notify_waiters();
+    }
+
+    /// Completes once draining has started (at once if it has): waiting Claims are
+    /// answered then (`api::wait`).
+    pub async fn started(&self) {
+        let mut started = std::pin::pin!(self.0.started.notified());
+        started.as_mut().enable();
+        if !self.draining() {
+            started.await;
+        }
     }
 
     /// Completes once no call is in flight (call after [`Drain::start`]).
@@ -47,7 +59,8 @@ impl Drain {
         }
     }
 
-    fn draining(&self) -> bool {
+    /// Whether draining has started.
+    pub fn draining(&self) -> bool {
         self.0.draining.load(Ordering::SeqCst)
     }
 }

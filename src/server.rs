@@ -131,13 +131,15 @@ impl Application {
             .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
             .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
             .build_v1alpha()?;
+        let drain = Drain::default();
         let api = ClaimsApi::new(
             self.store.clone(),
             self.policies.clone(),
             crate::api::DEFAULT_MAX_BLOB,
         )
         .with_namespace_limit(self.config.metrics_namespace_limit)
-        .with_page_bytes(self.config.list_page_bytes);
+        .with_page_bytes(self.config.list_page_bytes)
+        .with_waits(self.config.max_waiting_claims, drain.clone());
         // Requests no larger than the largest valid one; answers as large as a full page.
         let claims = ClaimServiceServer::new(api)
             .max_decoding_message_size(MAX_REQUEST_BYTES)
@@ -175,7 +177,6 @@ impl Application {
             )
         });
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let drain = Drain::default();
         let incoming = limits.incoming(self.listener);
         let mut builder = limits.apply(Server::builder());
         if let Some(tls) = self.tls {

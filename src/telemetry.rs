@@ -13,6 +13,7 @@ pub mod exporter;
 mod gauges;
 mod labels;
 mod rpc;
+pub mod waits;
 
 pub use calls::{ClaimTelemetry, WARN_EVERY, decision_name, note_namespace, store_error};
 pub use exporter::{Exporter, STORE_ERROR_KINDS, bind as bind_metrics, recorder};

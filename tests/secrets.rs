@@ -72,6 +72,7 @@ fn claim(key: &str) -> ClaimRequest {
         lease_ttl: secs(30, 0),
         recovery_payload: PAYLOAD.as_bytes().to_vec(),
         delivery_attempt: 2,
+        wait: None,
     }
 }
 

@@ -6,12 +6,14 @@ mod admin;
 mod convert;
 mod error;
 mod validate;
+mod wait;
 
 pub use error::{InvalidField, oversized_is_resource_exhausted, undecodable_is_invalid_argument};
 pub use validate::{DEFAULT_MAX_BLOB, MAX_RECEIPT_BYTES, MAX_REQUEST_BYTES, max_response_bytes};
+pub use wait::{MAX_WAIT, Waits};
 
 use crate::auth::Principal;
-use crate::domain::{Action, ClaimInput, PolicyHandle, ReceiptKey};
+use crate::domain::{Action, ClaimInput, Decision, PolicyHandle, ReceiptKey};
 use crate::pb::{self, claim_service_server::ClaimService};
 use crate::store::{OrphanQuery, Store};
 use crate::telemetry::{ClaimTelemetry, DEFAULT_NAMESPACE_LIMIT, NamespaceLabels, note_namespace};
@@ -28,6 +30,7 @@ pub struct ClaimsApi {
     max_blob: usize,
     page_bytes: usize,
     telemetry: Arc<ClaimTelemetry>,
+    waits: Waits,
 }
 
 impl ClaimsApi {
@@ -41,7 +44,17 @@ impl ClaimsApi {
             max_blob,
             page_bytes: crate::store::DEFAULT_PAGE_BYTES,
             telemetry: Arc::new(ClaimTelemetry::new(labels)),
+            waits: Waits::new(
+                crate::config::defaults::MAX_WAITING_CLAIMS as usize,
+                crate::drain::Drain::default(),
+            ),
         }
+    }
+
+    /// Lets at most `max` Claims wait at once (`wait`), all answered when `drain` starts.
+    pub fn with_waits(mut self, max: usize, drain: crate::drain::Drain) -> Self {
+        self.waits = Waits::new(max, drain);
+        self
     }
 
     /// Caps List and ListOrphaned pages at `bytes` of receipts (at least one receipt);
@@ -121,7 +134,14 @@ impl ClaimService for ClaimsApi {
             recovery_payload,
             new_token: Uuid::new_v4(),
         };
-        let outcome = self.store.claim(&tenant, &input, policy).await?;
+        let wait = validate::wait(req.wait)?;
+        let mut outcome = self.store.claim(&tenant, &input, policy).await?;
+        if let Some(wait) = wait.filter(|_| outcome.decision == Decision::InFlight) {
+            let (store, waits) = (&*self.store, &self.waits);
+            outcome = waits
+                .claim(store, &tenant, &input, policy, outcome, wait)
+                .await?;
+        }
         let namespace = &outcome.receipt.id.namespace;
         let (decision, attempt) = (outcome.decision, req.delivery_attempt);
         self.telemetry.claim_decided(namespace, decision, attempt);

@@ -16,9 +16,9 @@ pub const DEFAULT_MAX_BLOB: usize = 64 * 1024;
 
 /// The largest request message claimd decodes (tonic's `max_decoding_message_size`; larger
 /// is RESOURCE_EXHAUSTED before the body is read). The largest valid request is a Claim:
-/// namespace 128 + key 512 + fingerprint 64 + recovery payload 65,536 bytes, a Duration
-/// (≤ 24) and `delivery_attempt` (≤ 6), and a tag and length (≤ 4) per field: under
-/// 66,300 bytes. Complete, Heartbeat, Retry and Quarantine carry one 64 KiB blob and a
+/// namespace 128 + key 512 + fingerprint 64 + recovery payload 65,536 bytes, two Durations
+/// (≤ 24 each) and `delivery_attempt` (≤ 6), and a tag and length (≤ 4) per field: under
+/// 66,350 bytes. Complete, Heartbeat, Retry and Quarantine carry one 64 KiB blob and a
 /// 36-byte token besides the names; the rest are smaller still. 256 KiB is about four
 /// times the largest.
 pub const MAX_REQUEST_BYTES: usize = 256 * 1024;
@@ -106,6 +106,16 @@ pub fn duration(
     d: Option<prost_types::Duration>,
     min: TimeDelta,
 ) -> Checked<Option<TimeDelta>> {
+    duration_within(field, d, min, MAX_DELAY)
+}
+
+/// As [`duration`], at most `max`.
+fn duration_within(
+    field: &'static str,
+    d: Option<prost_types::Duration>,
+    min: TimeDelta,
+    max: TimeDelta,
+) -> Checked<Option<TimeDelta>> {
     let Some(d) = d else { return Ok(None) };
     let mixed_signs = (d.seconds > 0 && d.nanos < 0) || (d.seconds < 0 && d.nanos > 0);
     if mixed_signs || d.nanos.unsigned_abs() >= 1_000_000_000 {
@@ -117,15 +127,27 @@ pub fn duration(
         } else {
             format!("{} s", min.num_seconds())
         };
-        InvalidField::new(field, format!("must be between {min_text} and 24 h"))
+        let max_text = match max == MAX_DELAY {
+            true => "24 h".to_owned(),
+            false => format!("{} s", max.num_seconds()),
+        };
+        InvalidField::new(field, format!("must be between {min_text} and {max_text}"))
     };
     let delta = TimeDelta::try_seconds(d.seconds)
         .and_then(|s| s.checked_add(&TimeDelta::nanoseconds(i64::from(d.nanos))))
         .ok_or_else(out_of_range)?;
-    if delta < min || delta > MAX_DELAY {
+    if delta < min || delta > max {
         return Err(out_of_range());
     }
     Ok(Some(delta))
+}
+
+/// Claim's `wait`: 0 to [`super::MAX_WAIT`]; `None` when unset or 0.
+pub fn wait(d: Option<prost_types::Duration>) -> Checked<Option<std::time::Duration>> {
+    // The constant is a whole number of seconds, well inside TimeDelta's range.
+    let max = TimeDelta::from_std(super::MAX_WAIT).unwrap_or(MAX_DELAY);
+    let wait = duration_within("wait", d, TimeDelta::zero(), max)?;
+    Ok(wait.and_then(|w| w.to_std().ok()).filter(|w| !w.is_zero()))
 }
 
 /// A claim token: the UUID minted by Claim.

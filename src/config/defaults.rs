@@ -63,3 +63,6 @@ pub const MAX_CONCURRENT_STREAMS: u32 = 100;
 pub const MAX_CALLS_PER_CONNECTION: u32 = 100;
 /// `--list-page-bytes`: 4 MiB, 64 receipts with a 64 KiB payload each.
 pub const LIST_PAGE_BYTES: u32 = crate::store::DEFAULT_PAGE_BYTES as u32;
+/// `--max-waiting-claims`: a waiting Claim holds a stream and about a kilobyte, no
+/// connection and no task.
+pub const MAX_WAITING_CLAIMS: u32 = 10_000;

@@ -56,6 +56,11 @@ pub struct LimitArgs {
     #[arg(long, env = "CLAIMD_LIST_PAGE_BYTES", default_value_t = defaults::LIST_PAGE_BYTES,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub list_page_bytes: u32,
+    /// Claims with `wait` that may wait at once in this process; one more is answered
+    /// IN_FLIGHT at once, as without `wait` (docs/DESIGN.md §2.9). 0 turns waiting off.
+    #[arg(long, env = "CLAIMD_MAX_WAITING_CLAIMS",
+          default_value_t = defaults::MAX_WAITING_CLAIMS)]
+    pub max_waiting_claims: u32,
 }
 
 /// `Some(d)`, or `None` for 0 (off).

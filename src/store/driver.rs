@@ -14,6 +14,7 @@
 
 use super::batch::Batcher;
 use super::keys::KeyStore;
+use super::settles::Settles;
 use super::write::{RowWrite, WriteOutcome};
 use super::{
     Gauges, Lifecycle, ListQuery, OrphanCursor, OrphanQuery, ResealCursor, Retention, StoreError,
@@ -22,6 +23,7 @@ use super::{
 use crate::domain::{Receipt, ReceiptKey, Timestamp};
 use crate::seal::Sealer;
 use async_trait::async_trait;
+use std::sync::Arc;
 
 /// A `receipts` row: the receipt without its sealed fields, and those fields as stored.
 pub type Row = (Receipt, StoredBlobs);
@@ -40,6 +42,14 @@ pub trait Driver: Pages + Retention + Gauges + Lifecycle + KeyStore + Clone + 's
 
     /// The store's group commit (its clones share it).
     fn batcher(&self) -> &Batcher;
+
+    /// The receipts waiting calls watch (its clones share them): woken by `rounds` once a
+    /// settling write committed, and on PostgreSQL by other replicas' notifications.
+    fn settles(&self) -> &Arc<Settles>;
+
+    /// The store's clock now, as this process can tell without a statement: never ahead
+    /// of it, and behind it by at most a round trip to the database.
+    fn clock_estimate(&self) -> Timestamp;
 
     /// The row, read without a lock.
     async fn read(&self, tenant: &str, id: &ReceiptKey) -> Result<Option<Row>, StoreError>;

@@ -20,6 +20,7 @@ mod reseal;
 mod rounds;
 mod row;
 mod sealed;
+pub mod settles;
 pub mod sqlite;
 mod write;
 
@@ -139,6 +140,15 @@ pub trait Claims: Send + Sync {
 
     /// The receipt, if there is one.
     async fn get(&self, tenant: &str, id: &ReceiptKey) -> Result<Option<Receipt>, StoreError>;
+
+    /// The receipts that waiting Claims watch, woken when a write settles one
+    /// (docs/DESIGN.md §2.9).
+    fn settles(&self) -> Arc<settles::Settles>;
+
+    /// The store's clock now as this process can tell without a statement: never ahead of
+    /// it, and behind it by at most a round trip to the database. Waiting Claims use it to
+    /// sleep until a lease's end.
+    fn clock_estimate(&self) -> crate::domain::Timestamp;
 
     /// One page of orphans of the tenant.
     async fn list_orphaned(

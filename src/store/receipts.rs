@@ -62,6 +62,14 @@ impl<D: Driver> Claims for D {
         claimed(self.batcher().submit(self, tenant, &input.id, op).await?)
     }
 
+    fn settles(&self) -> std::sync::Arc<super::settles::Settles> {
+        std::sync::Arc::clone(Driver::settles(self))
+    }
+
+    fn clock_estimate(&self) -> crate::domain::Timestamp {
+        Driver::clock_estimate(self)
+    }
+
     async fn act(
         &self,
         tenant: &str,

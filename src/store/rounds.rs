@@ -15,6 +15,7 @@
 
 use super::driver::{Driver, Row};
 use super::recent::Recent;
+use super::settles::Mark;
 use super::write::{Expect, RowWrite, Sealed, Version, WriteOutcome};
 use super::{StoreError, StoredBlobs};
 use crate::domain::{
@@ -296,6 +297,9 @@ pub async fn run<D: Driver>(driver: &D, recent: &Recent, mut jobs: Vec<Job>) {
                     WriteOutcome::Written(now) => {
                         let receipt = w.written(now);
                         recent.wrote(&job.tenant, &receipt, &w.stored);
+                        if w.settles() {
+                            driver.settles().settled(Mark::of(&job.tenant, &job.id));
+                        }
                         job.answer(Ok(match claim {
                             Some((decision, write)) => Answer::Claim(ClaimOutcome {
                                 decision,

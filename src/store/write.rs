@@ -165,6 +165,12 @@ pub struct RowWrite {
 }
 
 impl RowWrite {
+    /// Whether the write takes its receipt out of PROCESSING (waiting calls are woken once
+    /// it has committed: docs/DESIGN.md §2.9).
+    pub fn settles(&self) -> bool {
+        self.next.state != State::Processing
+    }
+
     /// A write that turns `before` (`None`: no row) into `next`, decided at `decided_at`.
     pub fn new(
         tenant: &str,

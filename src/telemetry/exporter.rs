@@ -39,6 +39,13 @@ pub const DB_POOL_CONNECTIONS: &str = "claimd_db_pool_connections";
 /// `claimd_store_errors_total{kind}`: store failures answered with an error status.
 pub const STORE_ERRORS: &str = "claimd_store_errors_total";
 
+/// `claimd_claim_waiting`: Claims with `wait` waiting right now.
+pub const CLAIM_WAITING: &str = "claimd_claim_waiting";
+/// `claimd_claim_wakeups_total{cause}`: waiting Claims woken (`settled`, `lease_end`).
+pub const CLAIM_WAKEUPS: &str = "claimd_claim_wakeups_total";
+/// `claimd_claim_waits_total{ended}`: how waits ended (`telemetry::waits::Ended`).
+pub const CLAIM_WAITS: &str = "claimd_claim_waits_total";
+
 /// The `kind` values ([`crate::store::StoreError::kind`]) of the failures [`STORE_ERRORS`]
 /// counts, registered at zero so rates exist from the start.
 pub const STORE_ERROR_KINDS: [&str; 5] =
@@ -101,6 +108,23 @@ fn describe() {
     );
     for kind in STORE_ERROR_KINDS {
         metrics::counter!(STORE_ERRORS, "kind" => kind).increment(0);
+    }
+    describe_gauge!(
+        CLAIM_WAITING,
+        "Claims with wait waiting for their receipt right now"
+    );
+    describe_counter!(
+        CLAIM_WAKEUPS,
+        "Waiting Claims woken, by cause (settled: a write settled the receipt; lease_end)"
+    );
+    describe_counter!(
+        CLAIM_WAITS,
+        "Waits of Claims with wait, by how they ended (settled, claimed, timed_out, drained, \
+         full, abandoned)"
+    );
+    metrics::gauge!(CLAIM_WAITING).set(0.0);
+    for ended in super::waits::Ended::ALL {
+        metrics::counter!(CLAIM_WAITS, "ended" => ended.name()).increment(0);
     }
 }
 

@@ -58,6 +58,7 @@ async fn claim(client: &ClaimServiceClient<Channel>, i: usize) -> pb::ClaimRespo
         lease_ttl: Some(HOUR),
         recovery_payload: format!("redo {i}").into_bytes(),
         delivery_attempt: 0,
+        wait: None,
     };
     let response = client.clone().claim(request).await;
     response.expect("Claim answers").into_inner()

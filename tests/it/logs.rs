@@ -18,6 +18,7 @@ fn claim(key: &str, delivery_attempt: u32) -> ClaimRequest {
         lease_ttl: secs(30, 0),
         recovery_payload: PAYLOAD.as_bytes().to_vec(),
         delivery_attempt,
+        wait: None,
     }
 }
 

@@ -82,6 +82,7 @@ fn claim(namespace: &str, key: &str, lease: i64, delivery_attempt: u32) -> Claim
         lease_ttl: secs(lease, 0),
         recovery_payload: PAYLOAD.as_bytes().to_vec(),
         delivery_attempt,
+        wait: None,
     }
 }
 

@@ -6,6 +6,7 @@
 use super::gap::ClockGap;
 use crate::domain::Timestamp;
 use crate::store::StoredBlobs;
+use crate::store::settles::Mark;
 use crate::store::write::{Expect, RowWrite, Stamp, Version};
 use serde::{Serialize, Serializer};
 use std::fmt;
@@ -116,6 +117,10 @@ pub(super) struct Element<'a> {
     due_in: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     due_db: Option<Time>,
+    /// The receipt's mark when the write takes it out of PROCESSING: the statement
+    /// notifies it to every claimd's waiters (`settles`, docs/DESIGN.md §2.9).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    n_wake: Option<String>,
 }
 
 /// The element of the write statement's array for `w`, at position `idx` of the batch;
@@ -182,6 +187,9 @@ pub(super) fn element<'a>(idx: usize, w: &'a RowWrite, gap: &ClockGap) -> Elemen
         n_payload: set(&s.recovery_payload),
         due_in: due_in(w.due),
         due_db: due_db(w.due, gap).map(Time),
+        n_wake: w
+            .settles()
+            .then(|| Mark::of(&w.tenant, &w.next.id).to_hex()),
     }
 }
 

@@ -33,6 +33,18 @@ impl ClockGap {
         }
     }
 
+    /// The database's wall clock now, as far as the last measurement tells (claimd's own
+    /// before any): behind it by at most a round trip.
+    pub(super) fn db_now(&self) -> Timestamp {
+        let now = chrono::Utc::now();
+        match self.0.load(Ordering::Relaxed) {
+            UNKNOWN => now,
+            gap => now
+                .checked_add_signed(chrono::TimeDelta::microseconds(gap))
+                .unwrap_or(now),
+        }
+    }
+
     /// `left` from now on the database's clock, if the gap has been measured.
     pub(super) fn db_clock_in(&self, left: std::time::Duration) -> Option<Timestamp> {
         let gap = self.0.load(Ordering::Relaxed);

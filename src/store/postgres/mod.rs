@@ -5,7 +5,8 @@
 //! Redrive goes through them; `writes.rs` holds the write statements, `element.rs` their
 //! rows); `rows.rs` reads one row and runs reseal; `pages.rs` reads List and ListOrphaned
 //! pages and the gauges; `prune.rs` is the janitor's; `keys.rs` the API keys'; `gap.rs`
-//! measures how far the database's clock is from claimd's, for deadlines. Every time is the
+//! measures how far the database's clock is from claimd's, for deadlines; `listen.rs` keeps
+//! the one `LISTEN` connection that wakes waiting Claims. Every time is the
 //! database's clock, shifted by the store's [`Clock`], through one SQL expression
 //! ([`clock!`]).
 
@@ -13,6 +14,7 @@ mod batch;
 mod element;
 mod gap;
 mod keys;
+mod listen;
 mod pages;
 mod prune;
 mod rows;
@@ -22,6 +24,7 @@ use super::{Lifecycle, StoreError, StoreOptions};
 use crate::seal::Sealer;
 use crate::store::Clock;
 use crate::store::batch::Batcher;
+use crate::store::settles::Settles;
 use async_trait::async_trait;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{AssertSqlSafe, Executor};
@@ -96,6 +99,10 @@ pub struct PgDriver {
     batcher: Batcher,
     /// The database's wall clock less claimd's, as the last write statement found it.
     gap: gap::ClockGap,
+    /// The receipts waiting Claims watch.
+    settles: Arc<Settles>,
+    /// Wakes them when another replica settles one (`listen.rs`).
+    _listener: Arc<listen::Listener>,
 }
 
 impl PgDriver {
@@ -138,9 +145,11 @@ impl PgDriver {
                 })
             })
             .acquire_timeout(options.acquire_timeout)
-            .connect_with(connect)
+            .connect_with(connect.clone())
             .await
             .map_err(interpret)?;
+        let settles = Settles::new();
+        let listener = listen::Listener::spawn(connect, bound, settles.clone());
         Ok(PgDriver {
             pool,
             bound: options.acquire_timeout + NO_ANSWER_GRACE,
@@ -151,6 +160,8 @@ impl PgDriver {
                 crate::config::defaults::GROUP_COMMIT_LANES_POSTGRES,
             ),
             gap: gap::ClockGap::new(),
+            settles,
+            _listener: Arc::new(listener),
         })
     }
 

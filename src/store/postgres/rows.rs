@@ -9,6 +9,7 @@ use crate::store::batch::Batcher;
 use crate::store::driver::{Driver, Row};
 use crate::store::reseal::ResealRow;
 use crate::store::row::columns;
+use crate::store::settles::Settles;
 use crate::store::write::{RowWrite, WriteOutcome};
 use crate::store::{ResealCursor, StoreError};
 use async_trait::async_trait;
@@ -45,6 +46,14 @@ impl Driver for PgDriver {
 
     fn batcher(&self) -> &Batcher {
         &self.batcher
+    }
+
+    fn settles(&self) -> &std::sync::Arc<Settles> {
+        &self.settles
+    }
+
+    fn clock_estimate(&self) -> Timestamp {
+        self.clock.now_from(self.gap.db_now())
     }
 
     async fn read(&self, tenant: &str, id: &ReceiptKey) -> Result<Option<Row>, StoreError> {

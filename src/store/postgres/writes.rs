@@ -41,7 +41,7 @@ i AS (
          done_at timestamptz, done_after int8, mask int4, n_last_error bytea,
          n_checkpoint bytea, n_response bytea, n_payload bytea, due_in int8, v_sealed bool,
          v_last_error bytea, v_checkpoint bytea, v_response bytea, v_payload bytea,
-         due_db timestamptz)
+         due_db timestamptz, n_wake text)
 ),"
         )
     };
@@ -118,6 +118,12 @@ upd AS (
       AND (i.due_in IS NULL
            OR t.wall <= LEAST(c.started + i.due_in * interval '1 microsecond', i.due_db))
     RETURNING i.idx, t.now
+),
+woken AS (
+    SELECT pg_notify('claimd_settled', string_agg(w.n_wake, ',')) FROM (
+        SELECT i.n_wake, (row_number() OVER ()) / 400 AS part
+        FROM upd JOIN i ON i.idx = upd.idx WHERE i.n_wake IS NOT NULL
+    ) w GROUP BY w.part
 ),"
         )
     };
@@ -137,7 +143,7 @@ macro_rules! inserted {
 macro_rules! updated {
     () => {
         "
-    SELECT idx, 'upd' AS src, now FROM upd
+    SELECT idx, 'upd' AS src, now FROM upd WHERE (SELECT count(*) FROM woken) >= 0
     UNION ALL SELECT idx, 'late', NULL FROM locked WHERE idx NOT IN (SELECT idx FROM upd)"
     };
 }

@@ -56,6 +56,9 @@ pub struct SqliteDriver {
     seal: Arc<Sealer>,
     batcher: Batcher,
     writable: Writable,
+    /// The receipts waiting Claims watch (woken inside this process only: it is the
+    /// database's only writer).
+    settles: Arc<crate::store::settles::Settles>,
     _lock: Option<Arc<FileLock>>,
 }
 
@@ -110,6 +113,7 @@ impl SqliteDriver {
                 crate::config::defaults::GROUP_COMMIT_LANES_SQLITE,
             ),
             writable: Writable::default(),
+            settles: crate::store::settles::Settles::new(),
             _lock: lock,
         })
     }

@@ -62,6 +62,14 @@ impl Driver for SqliteDriver {
         &self.batcher
     }
 
+    fn settles(&self) -> &std::sync::Arc<crate::store::settles::Settles> {
+        &self.settles
+    }
+
+    fn clock_estimate(&self) -> crate::domain::Timestamp {
+        self.clock.now()
+    }
+
     async fn read(&self, tenant: &str, id: &ReceiptKey) -> Result<Option<Row>, StoreError> {
         let mut reader = self.reader.acquire().await.map_err(interpret)?;
         fetch(&mut reader, tenant, id).await

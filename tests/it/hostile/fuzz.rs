@@ -54,7 +54,10 @@ impl Harness {
         });
         let store = store.expect("store opens and migrates");
         let policies = PolicyHandle::new(Policies::default());
-        let api = ClaimsApi::new(store, policies, DEFAULT_MAX_BLOB);
+        // No Claim waits here (a mutated `wait` of up to 60 s on a key in flight would hold
+        // the run): `wait` is still validated, and a valid one answered at once.
+        let api = ClaimsApi::new(store, policies, DEFAULT_MAX_BLOB)
+            .with_waits(0, claimd::drain::Drain::default());
         Harness { rt, api, _dir: dir }
     }
 

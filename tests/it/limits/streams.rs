@@ -146,6 +146,7 @@ async fn one_byte_over_the_request_limit_is_refused_and_the_largest_valid_calls_
         lease_ttl: secs(30, 0),
         recovery_payload: blob(1),
         delivery_attempt: u32::MAX,
+        wait: None,
     };
     let claimed = app.client.clone().claim(claim.clone()).await.unwrap();
     let token = claimed.into_inner().claim_token;

@@ -51,6 +51,7 @@ pub fn valid(kind: &str) -> Vec<u8> {
             lease_ttl: duration(30),
             recovery_payload: b"p".to_vec(),
             delivery_attempt: 1,
+            wait: duration(0),
         }
         .encode_to_vec(),
         "CompleteRequest" => pb::CompleteRequest {

@@ -1,0 +1,143 @@
+//! Claim with `wait` (docs/DESIGN.md §2.9): a Claim that would be answered IN_FLIGHT is
+//! held until its receipt settles, its holder's lease runs out, or the wait ends, and is
+//! then answered with what a fresh Claim decides at that moment. The call watches its
+//! receipt in the store's [`Settles`](crate::store::settles::Settles) (woken after a
+//! settling write commits, in this process or, on PostgreSQL, in any replica); it holds no
+//! connection and spawns no task, so a cancelled call leaves nothing behind. At most
+//! `--max-waiting-claims` wait at once; a drain answers them all at once.
+
+use crate::domain::{ClaimInput, ClaimOutcome, Decision, Policy};
+use crate::drain::Drain;
+use crate::store::{Store, StoreError};
+use crate::telemetry::waits::{Ended, Waiting, woke};
+use std::pin::pin;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+
+/// The longest `wait` a Claim may ask for.
+pub const MAX_WAIT: Duration = Duration::from_secs(60);
+
+/// Kept back from the call's deadline for the read that answers it when the wait ends.
+const FINAL_READ: Duration = Duration::from_millis(250);
+
+/// The first pause when a lease's end came but the receipt still reads IN_FLIGHT with the
+/// same lease (this process's estimate of the store's clock ran a little ahead).
+const FIRST_PAUSE: Duration = Duration::from_millis(10);
+/// The longest such pause.
+const LAST_PAUSE: Duration = Duration::from_secs(1);
+
+/// The waiting Claims of one service.
+#[derive(Debug, Clone)]
+pub struct Waits {
+    room: Arc<Semaphore>,
+    drain: Drain,
+}
+
+impl Waits {
+    /// At most `max` waiting at once; all answered at once when `drain` starts.
+    pub fn new(max: usize, drain: Drain) -> Waits {
+        Waits {
+            room: Arc::new(Semaphore::new(max.min(Semaphore::MAX_PERMITS))),
+            drain,
+        }
+    }
+
+    /// Claims for `input`, waiting up to `wait` (already validated) while the answer is
+    /// IN_FLIGHT; `first` is the answer the call already has.
+    pub async fn claim(
+        &self,
+        store: &dyn Store,
+        tenant: &str,
+        input: &ClaimInput,
+        policy: &Policy,
+        first: ClaimOutcome,
+        wait: Duration,
+    ) -> Result<ClaimOutcome, StoreError> {
+        let Some(end) = wait_end(wait) else {
+            return Ok(first);
+        };
+        let Ok(_room) = self.room.try_acquire() else {
+            Ended::Full.count();
+            return Ok(first);
+        };
+        if self.drain.draining() {
+            Ended::Drained.count();
+            return Ok(first);
+        }
+        let mut waiting = Waiting::start();
+        let watch = store.settles().watch(tenant, &input.id);
+        let mut last = first;
+        let mut pause = FIRST_PAUSE;
+        loop {
+            let mut woken = pin!(watch.notified());
+            // Enabled before the read, so a settle that commits after it still wakes us.
+            woken.as_mut().enable();
+            let before = last.receipt.lease_expires_at;
+            last = store.claim(tenant, input, policy).await?;
+            if last.decision != Decision::InFlight {
+                waiting.end(match last.decision {
+                    Decision::Claimed => Ended::Claimed,
+                    _ => Ended::Settled,
+                });
+                return Ok(last);
+            }
+            let now = Instant::now();
+            if now >= end {
+                waiting.end(Ended::TimedOut);
+                return Ok(last);
+            }
+            // Until the holder's lease ends, on the store's clock as far as this process
+            // can tell; a little longer each time the end came and the lease did not.
+            let lease = last.receipt.lease_expires_at;
+            let left = lease
+                .map(|l| l - store.clock_estimate())
+                .and_then(|d| d.to_std().ok())
+                .unwrap_or_default();
+            pause = if lease == before && left.is_zero() {
+                (pause * 2).min(LAST_PAUSE)
+            } else {
+                FIRST_PAUSE
+            };
+            let wake_at = (now + left.max(pause)).min(end);
+            tokio::select! {
+                _ = woken => woke("settled"),
+                _ = tokio::time::sleep_until(wake_at) => {
+                    if wake_at < end {
+                        woke("lease_end");
+                    }
+                }
+                _ = self.drain.started() => {
+                    waiting.end(Ended::Drained);
+                    return Ok(last);
+                }
+            }
+        }
+    }
+}
+
+/// When a wait of `wait` ends: the call's deadline, less the final read's time, if that
+/// comes first; `None` when there is no time to wait.
+fn wait_end(wait: Duration) -> Option<Instant> {
+    let now = Instant::now();
+    let mut end = now + wait;
+    if let Some(due) = crate::deadline::due() {
+        let left = due.saturating_duration_since(now);
+        end = end.min(now + left.saturating_sub(FINAL_READ.min(left / 2)));
+    }
+    (end > now).then_some(end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_wait_has_no_end_and_a_wait_without_a_deadline_ends_after_it() {
+        assert_eq!(wait_end(Duration::ZERO), None);
+        let end = wait_end(Duration::from_secs(2)).expect("a wait");
+        let after = end.saturating_duration_since(Instant::now());
+        assert!(after <= Duration::from_secs(2) && after > Duration::from_secs(1));
+    }
+}
