@@ -298,21 +298,26 @@ class Claims {
    * @param {Buffer|string} fingerprint your digest of the payload (≤ 64 bytes).
    * @param {object} [options] `leaseMs` (unset: the namespace's default), `recoveryPayload`
    *   (bytes returned to whoever takes the work over), `deliveryAttempt` (the platform's
-   *   retry number, a hint only), `deadlineMs`.
+   *   retry number, a hint only), `waitMs` (0 to 60000: when the answer would be
+   *   DECISION_IN_FLIGHT, claimd holds the call until the receipt settles and answers what
+   *   a Claim decides then, or IN_FLIGHT once the wait is over), `deadlineMs` (default: the
+   *   client's deadline, plus `waitMs` when waiting).
    */
   async claim(namespace, key, fingerprint, options = {}) {
-    return this.call(
-      'Claim',
-      {
-        namespace,
-        key,
-        fingerprint: toBytes(fingerprint, 'fingerprint'),
-        lease_ttl: duration(options.leaseMs),
-        recovery_payload: toBytes(options.recoveryPayload, 'recoveryPayload'),
-        delivery_attempt: options.deliveryAttempt || 0,
-      },
-      options.deadlineMs,
-    );
+    const request = {
+      namespace,
+      key,
+      fingerprint: toBytes(fingerprint, 'fingerprint'),
+      lease_ttl: duration(options.leaseMs),
+      recovery_payload: toBytes(options.recoveryPayload, 'recoveryPayload'),
+      delivery_attempt: options.deliveryAttempt || 0,
+    };
+    let deadlineMs = options.deadlineMs;
+    if (options.waitMs) {
+      request.wait = duration(options.waitMs);
+      deadlineMs ??= this.deadlineMs + options.waitMs;
+    }
+    return this.call('Claim', request, deadlineMs);
   }
 
   /** Complete: the work is done; `response` is replayed to duplicates. Resolves to the receipt. */
@@ -383,9 +388,9 @@ class Claims {
    * fails for another reason than a lost lease.
    *
    * @param {object} [options] `leaseMs` (unset: the namespace's default), `recoveryPayload`,
-   *   `deliveryAttempt`, `deadlineMs` (each call), `heartbeatMs` (default: a third of the
-   *   lease), `retryAfterMs` (default for a failed work; an error's own `retryAfterMs` and
-   *   `countAttempt` properties win).
+   *   `deliveryAttempt`, `waitMs` (the Claim's wait, see `claim`), `deadlineMs` (each
+   *   call), `heartbeatMs` (default: a third of the lease), `retryAfterMs` (default for a
+   *   failed work; an error's own `retryAfterMs` and `countAttempt` properties win).
    */
   async run(namespace, key, fingerprint, work, options = {}) {
     if (typeof work !== 'function') throw new TypeError('work must be a function');

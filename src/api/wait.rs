@@ -75,7 +75,19 @@ impl Waits {
             // Enabled before the read, so a settle that commits after it still wakes us.
             woken.as_mut().enable();
             let before = last.receipt.lease_expires_at;
-            last = store.claim(tenant, input, policy).await?;
+            last = match store.claim(tenant, input, policy).await {
+                Ok(outcome) => outcome,
+                // The database is briefly away (a connection just cut, say): read again
+                // while the wait lasts, and fail only if it is still away at the end.
+                Err(StoreError::Unavailable(_) | StoreError::Storage(_))
+                    if Instant::now() + pause < end =>
+                {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(LAST_PAUSE);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             if last.decision != Decision::InFlight {
                 waiting.end(match last.decision {
                     Decision::Claimed => Ended::Claimed,

@@ -60,3 +60,4 @@ mod tls;
 mod tls_startup;
 mod validation;
 mod validation_tokens;
+mod wait;
