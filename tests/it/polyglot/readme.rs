@@ -79,7 +79,8 @@ fn run_in_bash(cmds: &[Cmd], port: u16, dir: &Path, env: &[(&str, &str)]) {
                 fail(&format!("its comment promises {promise}"));
             }
         }
-        if cmd.text.contains("=$(") {
+        // Captured into a variable, or sent to the background with its output dropped.
+        if cmd.text.contains("=$(") || cmd.text.trim_end().ends_with('&') {
             continue;
         }
         if cmd.text.ends_with(" list") {
@@ -101,7 +102,13 @@ fn every_readme_section_with_grpcurl_commands_is_run_here() {
     let grpcurl = readme::commands().into_iter();
     let grpcurl = grpcurl.filter(|c| c.text.contains("grpcurl "));
     let sections: BTreeSet<String> = grpcurl.map(|c| c.section).collect();
-    let covered = BTreeSet::from(["Try it with grpcurl", "Dead letters", "TLS"].map(String::from));
+    let covered = [
+        "Try it with grpcurl",
+        "Dead letters",
+        "HTTP APIs: Idempotency-Key",
+        "TLS",
+    ];
+    let covered = BTreeSet::from(covered.map(String::from));
     assert_eq!(
         sections, covered,
         "README sections with grpcurl commands changed: give each a scenario in tests/it/polyglot/readme.rs"
@@ -116,6 +123,19 @@ async fn the_readme_walkthrough_and_dead_letter_commands_work_with_real_grpcurl(
     // A test cannot run without a scratch directory.
     let dir = tempfile::tempdir().expect("temp dir");
     run_in_bash(&cmds, live.addr.port(), dir.path(), &[]);
+}
+
+#[tokio::test]
+async fn the_readme_idempotency_key_commands_wait_for_the_stored_response_with_real_grpcurl() {
+    let live = tools::Live::embedded().await;
+    // A test cannot run without a scratch directory.
+    let dir = tempfile::tempdir().expect("temp dir");
+    run_in_bash(
+        &section("HTTP APIs: Idempotency-Key"),
+        live.addr.port(),
+        dir.path(),
+        &[],
+    );
 }
 
 #[tokio::test]
