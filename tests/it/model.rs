@@ -1,5 +1,7 @@
 //! Model-based test: random sequences of Claim, Complete, Heartbeat, Retry, Quarantine, Get,
-//! ListOrphaned, List, Redrive and time advances over a few keys and two tenants, run against
+//! ListOrphaned, List, Redrive, time advances and a Claim with `wait` that the holder's
+//! Complete, Retry or Quarantine ends (docs/DESIGN.md §2.9: the waiter's answer is the
+//! decision on the receipt after the settle) over a few keys and two tenants, run against
 //! each store and against the pure domain functions (`decide_claim`, `apply`, `redrive`) as
 //! the oracle. Every
 //! answer and every visible receipt must match exactly (the store's clock is frozen, so
@@ -89,6 +91,15 @@ enum Op {
         states: Vec<usize>,
         page: u32,
     },
+    /// A Claim with `wait`; when it waits, the current holder settles the receipt by
+    /// `settle` (0 Complete, 1 Retry, 2 Quarantine) meanwhile. (A wait that ends at a lease's
+    /// end is not expressed: the model's clock is frozen, and a waiter sleeps in real time.)
+    WaitThenSettle {
+        who: usize,
+        key: usize,
+        fp: u8,
+        settle: u8,
+    },
 }
 
 /// The states a List op may filter by, by index.
@@ -118,9 +129,11 @@ fn op() -> impl Strategy<Value = Op> {
         4 => (0..90i64).prop_map(|secs| Op::Advance { secs }),
         1 => (who.clone(), key.clone()).prop_map(|(who, key)| Op::Get { who, key }),
         1 => (who.clone(), 1..4u32).prop_map(|(who, page)| Op::Orphans { who, page }),
-        1 => (who.clone(), key).prop_map(|(who, key)| Op::Redrive { who, key }),
-        1 => (who, proptest::option::of(0..2usize), proptest::collection::vec(0..4usize, 0..3), 1..4u32)
+        1 => (who.clone(), key.clone()).prop_map(|(who, key)| Op::Redrive { who, key }),
+        1 => (who.clone(), proptest::option::of(0..2usize), proptest::collection::vec(0..4usize, 0..3), 1..4u32)
             .prop_map(|(who, namespace, states, page)| Op::List { who, namespace, states, page }),
+        2 => (who, key, fingerprint(), 0..3u8)
+            .prop_map(|(who, key, fp, settle)| Op::WaitThenSettle { who, key, fp, settle }),
     ]
 }
 
@@ -161,6 +174,7 @@ enum Request {
     Redrive(usize, usize),
     List(usize, ListQuery),
     Advance(i64),
+    WaitThen(usize, usize, ClaimInput, Action),
 }
 
 /// The oracle: the receipts as the pure rules say they are, and every token ever issued.
@@ -206,6 +220,35 @@ impl Model {
                     after: None,
                 };
                 return Request::List(who, query);
+            }
+            Op::WaitThenSettle {
+                who,
+                key,
+                fp,
+                settle,
+            } => {
+                let input = ClaimInput {
+                    id: id(key),
+                    fingerprint: vec![fp],
+                    lease_ttl: TimeDelta::seconds(30),
+                    recovery_payload: None,
+                    new_token: self.mint(),
+                };
+                let action = match settle {
+                    0 => Action::Complete {
+                        response: Some(format!("step {step}").into_bytes()),
+                    },
+                    1 => Action::Retry {
+                        error: format!("step {step}"),
+                        retry_after: None,
+                        count_attempt: true,
+                        jitter: 0.5,
+                    },
+                    _ => Action::Quarantine {
+                        error: format!("poison {step}"),
+                    },
+                };
+                return Request::WaitThen(who, key, input, action);
             }
             Op::Claim {
                 who,
@@ -420,6 +463,37 @@ async fn check(
                 let want = model.redrive(who, key, now);
                 prop_assert_eq!(got, want, "step {}: {:?}", step, op);
             }
+            Request::WaitThen(who, key, input, action) => {
+                let first = store
+                    .claim(&tenant(who), &input, &policy)
+                    .await
+                    .map_err(fail)?;
+                let want = model.claim(who, key, &input, now);
+                let waits = first.decision == Decision::InFlight;
+                prop_assert_eq!(&first, &want, "step {}: {:?}", step, op);
+                if waits {
+                    // The waiter and the holder's settle run at once, in either order.
+                    let token = model.pick(who, key, Pick::Latest);
+                    let waiter = claimd::api::Waits::new(1, claimd::drain::Drain::default());
+                    let (t, row) = (tenant(who), id(key));
+                    let wait = std::time::Duration::from_secs(20);
+                    let (waited, settled) = tokio::join!(
+                        waiter.claim(store, &t, &input, &policy, first, wait),
+                        store.act(&t, &row, token, &action, &policy),
+                    );
+                    let settled = settled.map_err(fail)?;
+                    let want = model.act(who, key, token, &action, now);
+                    prop_assert_eq!(Ok(settled), want, "step {}: {:?}", step, op);
+                    let want = model.claim(who, key, &input, now);
+                    prop_assert_eq!(
+                        waited.map_err(fail)?,
+                        want,
+                        "step {} (waiter): {:?}",
+                        step,
+                        op
+                    );
+                }
+            }
             Request::List(who, query) => {
                 let got = list_pages(store, &tenant(who), query.clone())
                     .await
@@ -563,6 +637,21 @@ fn generated_sequences_reach_every_rule() {
                         Err(e) => seen.insert(format!("redrive: {e:?}")),
                     };
                 }
+                Request::WaitThen(who, key, input, action) => {
+                    let first = model.claim(who, key, &input, clock.now());
+                    if first.decision == Decision::InFlight {
+                        let token = model.pick(who, key, Pick::Latest);
+                        let settled = model.act(who, key, token, &action, clock.now());
+                        let waited = model.claim(who, key, &input, clock.now());
+                        if settled.is_ok() {
+                            seen.insert(format!(
+                                "waited for {}: {:?}",
+                                action.name(),
+                                waited.decision
+                            ));
+                        }
+                    }
+                }
                 Request::Get(..) | Request::Orphans(..) | Request::List(..) => {}
             }
         }
@@ -586,6 +675,9 @@ fn generated_sequences_reach_every_rule() {
         "Domain(WrongState(Completed))",
         "redrive -> RetryWait",
         "redrive: Domain(WrongState(Completed))",
+        "waited for complete: Completed",
+        "waited for retry: RetryScheduled",
+        "waited for quarantine: Quarantined",
     ] {
         assert!(
             seen.contains(rule),
