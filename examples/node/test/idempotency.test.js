@@ -68,8 +68,8 @@ async function startApp(claims, handler, options = {}) {
   const app = express();
   app.set('env', 'test'); // the default error handler does not print the handler's errors
   const json = express.json({ verify: keepRawBody, limit: '1mb' });
-  const guard = (more) =>
-    idempotency({ claims, namespace: NS, clientOf: (req) => req.get('x-tenant'), ...options, ...more });
+  const clientOf = (req) => req.get('x-tenant');
+  const guard = (more) => idempotency({ claims, namespace: NS, clientOf, ...options, ...more });
   app.post(ROUTE, json, guard(), handler);
   app.post('/optional', json, guard({ required: false }), handler);
   const server = app.listen(0, '127.0.0.1');
@@ -107,17 +107,18 @@ function assertProblem(answer, expected, code) {
   return problem;
 }
 
-test('20 concurrent retries of one POST run the handler once and all get its response', async () => {
+test('20 concurrent retries of one POST run the handler once; all get its response', async () => {
   const tenant = uniqueTenant('concurrent');
   let runs = 0;
   const apps = await startApps(async (req, res) => {
     runs += 1;
     await sleep(500);
-    res.status(201).set('X-Order', 'ord-1').json({ order: crypto.randomUUID(), item: req.body.item });
+    res.status(201).set('X-Order', 'ord-1');
+    res.json({ order: crypto.randomUUID(), item: req.body.item });
   });
   const key = crypto.randomUUID();
   const answers = await Promise.all(
-    Array.from({ length: 20 }, (_, i) => post(apps[i % apps.length], tenant, key, { item: 'book' })),
+    Array.from({ length: 20 }, (_, i) => post(apps[i % 2], tenant, key, { item: 'book' })),
   );
 
   assert.equal(runs, 1, 'the handler ran exactly once');
@@ -203,7 +204,25 @@ test('a missing key is 400 where one is required and passes through where it is 
   assert.equal(runs, 1);
 });
 
-test('a retry while the first request still runs after the wait is 409 with Retry-After', async () => {
+test('a body no parser kept the raw bytes of is refused with an error naming the fix', async () => {
+  const app = express();
+  app.set('env', 'test');
+  let runs = 0;
+  const guard = idempotency({ claims: clients[0], namespace: NS });
+  app.post(ROUTE, express.json(), guard, (req, res) => {
+    runs += 1;
+    res.json({ ok: true });
+  });
+  const server = app.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  servers.push(server);
+  const answer = await post(`http://127.0.0.1:${server.address().port}`, 'raw', 'k-1', { a: 1 });
+  assert.equal(answer.status, 500);
+  assert.match(answer.text, /keepRawBody/);
+  assert.equal(runs, 0);
+});
+
+test('a retry while the first still runs after the wait is 409 with Retry-After', async () => {
   const tenant = uniqueTenant('running');
   const inside = gate();
   const release = gate();
@@ -302,7 +321,7 @@ test('a response too large to store is 500 and the key can be retried', async ()
   assert.equal(runs, 2);
 });
 
-test('a waiter whose holder died takes over once the lease runs out and runs the handler', async () => {
+test('a waiter whose holder died takes over at the lease end and runs the handler', async () => {
   const tenant = uniqueTenant('takeover');
   const key = crypto.randomUUID();
   const body = JSON.stringify({ item: 'chair' });

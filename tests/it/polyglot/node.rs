@@ -12,7 +12,7 @@ use std::process::Command;
 const MIN_NODE: u32 = 18;
 
 /// Fails with what to install unless `node` is there and new enough.
-fn require_node() {
+pub(super) fn require_node() {
     let hint = format!("install Node.js {MIN_NODE}+ (Debian: apt-get install nodejs npm)");
     let version = Command::new("node")
         .arg("--version")
