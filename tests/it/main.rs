@@ -29,6 +29,7 @@ mod faults_disk;
 mod faults_failover;
 mod faults_network;
 mod faults_skew;
+mod faults_unsure;
 mod fencing;
 mod file_modes;
 mod group_commit;
