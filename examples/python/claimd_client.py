@@ -98,11 +98,20 @@ class Claimd:
     def _call(self, method, request, timeout):
         return method(request, timeout=timeout, metadata=self._metadata)
 
-    def claim(self, key, fingerprint, lease, recovery_payload=b"", delivery_attempt=0, timeout=1.0):
+    def claim(self, key, fingerprint, lease, recovery_payload=b"", delivery_attempt=0, timeout=1.0,
+              wait=None):
+        """Claim; with `wait` (seconds, at most 60) an IN_FLIGHT answer is held until the
+        receipt settles (COMPLETED with the response, RETRY_SCHEDULED, QUARANTINED), or
+        CLAIMED when the holder's lease ran out, or IN_FLIGHT when the wait is over. For
+        HTTP APIs whose clients retry and want the first response; a webhook receiver
+        wants IN_FLIGHT at once and passes no wait. The call's timeout grows by the wait."""
         request = self.pb.ClaimRequest(
             namespace=self.namespace, key=key, fingerprint=fingerprint,
             lease_ttl=seconds(lease), recovery_payload=recovery_payload,
             delivery_attempt=delivery_attempt)
+        if wait:
+            request.wait.CopyFrom(seconds(wait))
+            timeout += wait
         return self._call(self.stub.Claim, request, timeout)
 
     def heartbeat(self, key, token, lease, checkpoint=None, timeout=5.0):

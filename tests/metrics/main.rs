@@ -1,8 +1,9 @@
 //! Prometheus metrics through the real server and a real HTTP scrape of `/metrics`: a
 //! scripted sequence of calls moves every counter by exactly what it should, every line of
 //! the exposition parses, the orphan gauge sees an expired lease and a due retry, the
-//! namespace label is bounded, store failures are counted, and no tenant id, key, token or
-//! payload appears — on both stores.
+//! namespace label is bounded, store failures are counted, waiting Claims are counted while
+//! they wait and by how their wait ended, and no tenant id, key, token or payload appears —
+//! on both stores.
 //!
 //! The recorder is global to the process, so these tests take turns ([`SERIAL`]) and
 //! compare scrapes taken before and after. That is also why this is a binary of its own, not
@@ -308,9 +309,81 @@ async fn metrics_off_binds_nothing(backend: Backend) {
     app.shutdown().await;
 }
 
+/// Scrapes until `claimd_claim_waiting` reads `n`, failing after 10 s.
+async fn wait_for_waiting(app: &TestApp, n: f64) -> Exposition {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (seen, _) = scrape(app).await;
+        if seen.value("claimd_claim_waiting", &[]) == n {
+            return seen;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "claimd_claim_waiting never read {n}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A Claim of `key` that waits up to `wait_secs`.
+fn waiting(key: &str, wait_secs: i64) -> ClaimRequest {
+    ClaimRequest {
+        wait: secs(wait_secs, 0),
+        ..claim("orders", key, 30, 0)
+    }
+}
+
+async fn waiting_claims_are_counted_while_they_wait_and_by_how_they_ended(backend: Backend) {
+    let _turn = SERIAL.lock().await;
+    let app = TestApp::builder().backend(backend).spawn().await;
+    let (before, _) = scrape(&app).await;
+    let holder = app
+        .client
+        .clone()
+        .claim(claim("orders", "evt-w", 30, 0))
+        .await;
+    let token = holder.expect("claimed").into_inner().claim_token;
+    // One waiter the holder's Complete answers, one whose caller gives up.
+    let mut settled_client = app.new_client().await;
+    let settled = tokio::spawn(async move { settled_client.claim(waiting("evt-w", 30)).await });
+    let mut cancelled_client = app.new_client().await;
+    let cancelled = tokio::spawn(async move { cancelled_client.claim(waiting("evt-w", 30)).await });
+    wait_for_waiting(&app, 2.0).await;
+    cancelled.abort();
+    wait_for_waiting(&app, 1.0).await;
+    let done = CompleteRequest {
+        namespace: "orders".into(),
+        key: "evt-w".into(),
+        claim_token: token.clone(),
+        response: b"r".to_vec(),
+    };
+    app.client.clone().complete(done).await.expect("completed");
+    let answer = settled.await.unwrap().expect("answered").into_inner();
+    assert_eq!(answer.decision(), claimd::pb::Decision::Completed);
+    // And one that need not wait is not counted at all.
+    let again = app.client.clone().claim(waiting("evt-w", 30)).await;
+    assert_eq!(
+        again.unwrap().into_inner().decision(),
+        claimd::pb::Decision::Completed
+    );
+    let after = wait_for_waiting(&app, 0.0).await;
+    let moves = Moves { before, after };
+    let ended = |how: &str| moves.of("claimd_claim_waits_total", &[("ended", how)]);
+    assert_eq!(ended("settled"), 1.0);
+    assert_eq!(ended("abandoned"), 1.0, "the cancelled caller");
+    for how in ["claimed", "timed_out", "drained", "full"] {
+        assert_eq!(ended(how), 0.0, "{how}");
+    }
+    let woken = moves.of("claimd_claim_wakeups_total", &[("cause", "settled")]);
+    assert!(woken >= 1.0, "the Complete woke the waiter: {woken}");
+    assert_eq!(moves.after.types["claimd_claim_waiting"], "gauge");
+    app.shutdown().await;
+}
+
 conformance!(
     scripted_calls_move_the_metrics_exactly,
     the_namespace_label_is_bounded,
     store_failures_are_counted_by_kind,
     metrics_off_binds_nothing,
+    waiting_claims_are_counted_while_they_wait_and_by_how_they_ended,
 );

@@ -48,13 +48,18 @@ impl Listener {
             .connect_lazy_with(connect);
         Listener(tokio::spawn(async move {
             let mut backoff = Duration::from_millis(100);
+            let mut warned = false;
             loop {
                 match listen(&pool, &settles).await {
                     // Connected and then lost: try again at once.
-                    Ok(()) => backoff = Duration::from_millis(100),
+                    Ok(()) => (backoff, warned) = (Duration::from_millis(100), false),
                     Err(e) => {
-                        tracing::warn!(error = %e, "cannot listen for settled receipts; \
-                            waiting calls fall back to lease ends and their wait's end");
+                        // Once per outage: health and the store's errors report the rest.
+                        if !warned {
+                            tracing::warn!(error = %e, "cannot listen for settled receipts; \
+                                waiting calls fall back to lease ends and their wait's end");
+                            warned = true;
+                        }
                         tokio::time::sleep(backoff).await;
                         backoff = (backoff * 2).min(MOST_BACKOFF);
                     }

@@ -117,3 +117,12 @@ async fn api_key_is_sent_and_never_logged() {
     let (live, key) = tools::Live::embedded_with_key(|_| {}).await;
     scenario("test_api_key", live.target(), Some(key), &live.claimd).await;
 }
+
+/// Claim with `wait` from Python: a retry gets the first request's response once it
+/// completes, takes over after a lease runs out, and is answered IN_FLIGHT when its wait
+/// ends (`examples/python/tests/test_wait.py`).
+#[tokio::test]
+async fn a_python_claim_with_wait_gets_the_stored_response() {
+    let live = tools::Live::postgres().await;
+    scenario("test_wait", live.target(), None, &live.claimd).await;
+}
