@@ -240,10 +240,10 @@ fn decide(sealer: &Sealer, job: &Job) -> Step {
         Step::Write(w, claim)
     };
     let before = current.as_ref().map(|(r, _)| r);
-    if let (Some(landed), Known::Read(..), Some(row)) = (&job.landed, &job.known, before) {
-        if landed.made(row) {
-            return Step::Done(Ok(landed.answer(row)));
-        }
+    if let (Some(landed), Known::Read(..), Some(row)) = (&job.landed, &job.known, before)
+        && landed.made(row)
+    {
+        return Step::Done(Ok(landed.answer(row)));
     }
     match &job.op {
         Op::Claim { input, policy } => {
