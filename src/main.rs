@@ -36,6 +36,7 @@ async fn serve(args: claimd::config::ServeArgs) -> anyhow::Result<()> {
     claimd::telemetry::init(args.log_format);
     // Registered first: from here on SIGHUP reloads policies instead of ending the process.
     let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
+    let shutdown = shutdown_signal()?;
     let config = Config::from_args(&args)?;
     let policy_file = config.policy_file.clone();
     let app = Application::build(config).await?;
@@ -48,7 +49,7 @@ async fn serve(args: claimd::config::ServeArgs) -> anyhow::Result<()> {
         metrics_listen = ?app.metrics_addr(),
         "claimd bound"
     );
-    app.run_until(shutdown_signal()).await
+    app.run_until(shutdown).await
 }
 
 /// `claimd reseal`: every row's payloads sealed again in the current format under the
@@ -85,24 +86,17 @@ async fn reseal(args: claimd::config::ResealArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Completes at the first SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = ctrl_c => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = ctrl_c.await;
-            }
+/// Completes at the first SIGINT or SIGTERM. The handlers are installed when this is
+/// called, before anything binds: a signal that arrives while claimd starts (its port
+/// already accepting) drains it like any other, instead of killing the process.
+fn shutdown_signal() -> std::io::Result<impl Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
         }
-    }
-    #[cfg(not(unix))]
-    let _ = ctrl_c.await;
+    })
 }

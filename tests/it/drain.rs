@@ -77,3 +77,23 @@ async fn a_slow_call_finishes_after_sigterm_while_new_calls_are_refused(backend:
 }
 
 conformance!(a_slow_call_finishes_after_sigterm_while_new_calls_are_refused);
+
+/// SIGTERM the moment the port accepts, five times: each claimd drains and exits 0. The
+/// signal handlers are installed before anything binds; they used to be installed only
+/// once serving had begun, and a signal in between killed the process (found when the
+/// embedded-store start test failed under load).
+#[tokio::test]
+async fn a_sigterm_as_soon_as_the_port_accepts_is_a_clean_shutdown() {
+    for _ in 0..5 {
+        // A test cannot run claimd without a directory for its data.
+        let dir = tempfile::tempdir().expect("temp dir");
+        let addr = free_addr();
+        let mut cmd = claimd();
+        cmd.args(["--listen", &addr.to_string()])
+            .arg("--data-dir")
+            .arg(dir.path());
+        let server = Claimd::start(cmd, addr).await;
+        let status = server.terminate().await;
+        assert!(status.success(), "exit status {status}");
+    }
+}
