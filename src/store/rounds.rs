@@ -11,11 +11,13 @@
 //! the next round, at most [`MAX_RACES`] times. A job is answered only after its write
 //! committed; a job whose caller went away (cancelled) or whose answer is already due is
 //! dropped before the next statement. When a statement fails for the whole batch, each of
-//! its jobs runs once more alone (a few at a time, [`ALONE_AT_ONCE`]), so one bad job costs
+//! its jobs runs once more alone (a few at a time, `unsure::ALONE_AT_ONCE`), so one bad job costs
 //! the others one retry at most. A write statement that failed may still have committed
 //! (claimd stopped waiting for an answer that was late, or lost with its connection): a
 //! job that wrote in it reads its row first and, if the row is as its write made it,
-//! answers as written ([`Landed`]) instead of deciding again on its own write.
+//! answers as written (`unsure`) instead of deciding again on its own write.
+
+mod unsure;
 
 use super::driver::{Driver, Row};
 use super::recent::Recent;
@@ -29,14 +31,11 @@ use crate::domain::{
 use crate::seal::{Sealer, new_life};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
+use unsure::{Landed, alone};
 use uuid::Uuid;
 
 /// How often a job is decided again after its row changed under it.
 pub const MAX_RACES: usize = 16;
-
-/// How many jobs of a failed batch run alone at once: each takes a connection, and a
-/// batch is up to `--group-commit-size` jobs.
-pub const ALONE_AT_ONCE: usize = 4;
 
 /// What a job asks of its row.
 #[derive(Debug, Clone)]
@@ -99,36 +98,6 @@ pub struct Job {
     landed: Option<Landed>,
 }
 
-/// A write of a statement that failed and may have committed: the receipt it makes, and
-/// for a Claim the decision it carried.
-#[derive(Debug)]
-struct Landed {
-    next: Receipt,
-    claim: Option<(Decision, Write)>,
-}
-
-impl Landed {
-    /// Whether `row` is as this write made it: its state, counts and token. A Claim's
-    /// token is minted for its call, so no other write makes it; a holder call's token is
-    /// the holder's own, so the row is what that holder asked for either way.
-    fn made(&self, row: &Receipt) -> bool {
-        let n = &self.next;
-        (row.state, row.attempt, row.free_attempts, row.claim_token)
-            == (n.state, n.attempt, n.free_attempts, n.claim_token)
-    }
-
-    fn answer(&self, row: &Receipt) -> Answer {
-        match self.claim {
-            Some((decision, write)) => Answer::Claim(ClaimOutcome {
-                decision,
-                receipt: row.clone(),
-                write,
-            }),
-            None => Answer::Receipt(row.clone()),
-        }
-    }
-}
-
 impl Job {
     /// A job for `op` on `tenant`'s row `id`, answered through `reply`, due by `due`.
     pub fn new(
@@ -155,33 +124,6 @@ impl Job {
             known,
             races: 0,
             landed: None,
-        }
-    }
-
-    /// The job again after the statement carrying `w` failed: read first, and know the
-    /// write in case it committed all the same. A write that changes no state, count or
-    /// token (a Heartbeat) is not recognisable on the row, and is simply made again.
-    fn unsure_of(self, w: &RowWrite, claim: Option<(Decision, Write)>) -> Job {
-        let changes = match &w.expect {
-            Expect::Absent(_) => true,
-            Expect::Row(v) => {
-                (v.state, v.attempt, v.free_attempts, v.claim_token)
-                    != (
-                        w.next.state,
-                        w.next.attempt,
-                        w.next.free_attempts,
-                        w.next.claim_token,
-                    )
-            }
-        };
-        let landed = changes.then(|| Landed {
-            next: w.next.clone(),
-            claim,
-        });
-        Job {
-            known: Known::Unread,
-            landed,
-            ..self
         }
     }
 
@@ -405,23 +347,4 @@ pub async fn run<D: Driver>(driver: &D, recent: &Recent, mut jobs: Vec<Job>) {
         }
         jobs = again;
     }
-}
-
-/// After a statement failed for the whole batch: one job is answered with the error; more
-/// run again, each alone and [`ALONE_AT_ONCE`] at a time, so the others are not failed by
-/// one of them and the pool is not asked for a connection per job at once.
-async fn alone<D: Driver>(driver: &D, recent: &Recent, mut jobs: Vec<Job>, e: StoreError) {
-    if jobs.len() == 1 {
-        if let Some(job) = jobs.pop() {
-            job.answer(Err(e));
-        }
-        return;
-    }
-    tracing::debug!(error = %e, jobs = jobs.len(), "batch failed; running its jobs alone");
-    use futures_util::StreamExt;
-    let each = jobs
-        .into_iter()
-        .map(|job| Box::pin(run(driver, recent, vec![job])));
-    let alone = futures_util::stream::iter(each).buffer_unordered(ALONE_AT_ONCE);
-    alone.collect::<Vec<()>>().await;
 }
