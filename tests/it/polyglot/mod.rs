@@ -1,10 +1,14 @@
 //! Clients in other languages against the real claimd binary: the Python Slack receiver
 //! ([`python`]), the Node helper ([`node`]), the Express Idempotency-Key middleware built on
 //! it, on one claimd and on two replicas of one PostgreSQL database ([`express`]), every
-//! grpcurl command of the README ([`readme`]) and `buf lint` of the proto ([`buf`]). Their
-//! tools come from the package registries on first run ([`tools`]).
+//! grpcurl command of the README ([`readme`]), `buf lint` of the proto ([`buf`]), and the
+//! installable packages, `clients/python` ([`clients_python`]) and `clients/node`
+//! ([`clients_node`]). Their tools come from the package registries on first run
+//! ([`tools`]).
 
 mod buf;
+mod clients_node;
+mod clients_python;
 mod express;
 mod node;
 mod python;
