@@ -1,8 +1,9 @@
 'use strict';
-// The Idempotency-Key HTTP header for Express, on claimd: one file beside claimd.js.
+// The Idempotency-Key HTTP header for Express, on claimd: one file, on the @claimd/client
+// package (clients/node; `npm install --install-links path/to/claimd/clients/node`).
 //
 //   const express = require('express');
-//   const { Claims } = require('./claimd');
+//   const { Claims } = require('@claimd/client');
 //   const { idempotency, keepRawBody } = require('./idempotency');
 //   const claims = new Claims('127.0.0.1:50051');
 //   app.post('/orders', express.json({ verify: keepRawBody }),
@@ -30,7 +31,7 @@
 // Nothing here logs; no error or problem body carries a key, a token or a body.
 
 const crypto = require('node:crypto');
-const { Decision, ClaimdError, status: grpcStatus } = require('./claimd');
+const { Decision, ClaimdError, status: grpcStatus } = require('@claimd/client');
 
 /** The request header, as the draft names it. */
 const HEADER = 'idempotency-key';
@@ -362,7 +363,7 @@ class AttemptFailed extends Error {
  * `express.raw()`), before the handler.
  *
  * @param {object} options
- * @param {import('./claimd').Claims} options.claims the claimd client.
+ * @param {import('@claimd/client').Claims} options.claims the claimd client.
  * @param {string} options.namespace the claimd namespace of the receipts.
  * @param {boolean} [options.required] answer 400 to a request without the header
  *   (default true); false lets such a request through, without idempotency.

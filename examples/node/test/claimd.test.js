@@ -1,7 +1,11 @@
 'use strict';
-// The helper against a real claimd: `CLAIMD_ADDR=127.0.0.1:50051 node --test test/`.
+// The example's claimd.js (a re-export of the @claimd/client package in clients/node)
+// against a real claimd: `CLAIMD_ADDR=127.0.0.1:50051 node --test test/claimd.test.js`.
 // `cargo test --test it polyglot::node` runs this file against claimd on its embedded store and
 // on PostgreSQL. Every test uses keys of its own, so the file can run against a shared server.
+// The package's own, longer suite is clients/node/test/client.test.js.
+
+require('./package-current');
 
 const { test, after } = require('node:test');
 const assert = require('node:assert/strict');
@@ -18,6 +22,7 @@ const {
   toDate,
   status,
 } = require('../claimd');
+const pkg = require('@claimd/client');
 
 const ADDR = process.env.CLAIMD_ADDR;
 if (!ADDR) throw new Error('set CLAIMD_ADDR to the host:port of a claimd serving anonymously');
@@ -25,6 +30,13 @@ if (!ADDR) throw new Error('set CLAIMD_ADDR to the host:port of a claimd serving
 const NS = 'node-helper';
 const claims = new Claims(ADDR, { deadlineMs: 10_000 });
 after(() => claims.close());
+
+test('claimd.js is the @claimd/client package, installed as clients/node is now', () => {
+  assert.equal(require('../claimd'), pkg);
+  assert.equal(Claims, pkg.Claims);
+  assert.equal(pkg.VERSION, require('@claimd/client/package.json').version);
+  assert.deepEqual(require('./package-current').staleFiles(), []);
+});
 
 /** A key no other test (or earlier run) uses. */
 const uniqueKey = (name) => `${name}-${crypto.randomUUID()}`;

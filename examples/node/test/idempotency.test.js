@@ -5,13 +5,15 @@
 // database) the two apps each talk to their own replica. `cargo test --test it
 // polyglot::express` runs it against claimd on its embedded store, on PostgreSQL, and on two
 // replicas. Every test uses keys of its own, so the file can run against a shared server.
+// The claimd client is the @claimd/client package (clients/node), installed by `npm ci`.
 
+require('./package-current');
 const { test, after } = require('node:test');
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
 const { once } = require('node:events');
 const express = require('express');
-const { Claims, ClaimdError, Decision, State, status } = require('../claimd');
+const { Claims, ClaimdError, Decision, State, status } = require('@claimd/client');
 const {
   idempotency,
   keepRawBody,
