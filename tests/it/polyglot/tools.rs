@@ -122,7 +122,21 @@ pub fn npm_ci(dir: &str) -> PathBuf {
     let package = repo().join(dir);
     let lock = package.join("package-lock.json");
     let name = format!("npm-{}", dir.replace('/', "-"));
-    installed_once(&name, &[&lock], || {
+    // The examples install a copy of clients/node (`file:` with install-links): a change to
+    // its code must reinstall them as a change to their lock file does.
+    let client = repo().join("clients/node");
+    let copied = [
+        "package.json",
+        "index.js",
+        "index.d.ts",
+        "proto/claimd/v1/claims.proto",
+    ];
+    let mut inputs = vec![lock.clone()];
+    if dir.starts_with("examples/node") {
+        inputs.extend(copied.iter().map(|f| client.join(f)));
+    }
+    let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    installed_once(&name, &inputs, || {
         run(
             Command::new("npm")
                 .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
