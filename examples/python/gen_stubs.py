@@ -1,15 +1,17 @@
 """Generate the Python gRPC stubs for claimd from the repository's proto.
 
-The stubs are build output, never committed: run this once after `pip install -r
-requirements.txt`, and again whenever proto/claimd/v1/claims.proto changes.
+The example itself no longer needs them: it uses the `claimd` package (clients/python),
+which ships its own stubs. This writes the raw `claimd.v1` modules for code that wants
+them without the package (run it after `pip install -r requirements.txt`, and again
+whenever proto/claimd/v1/claims.proto changes); never put its output directory on the
+path of a program that imports the package, whose `claimd` it would shadow.
 
     python gen_stubs.py                 # into _generated/ beside this file
     python gen_stubs.py --out /tmp/stubs
     CLAIMD_STUBS_DIR=/tmp/stubs python gen_stubs.py
 
 The output holds the package `claimd.v1` (claims_pb2.py, claims_pb2_grpc.py and type
-hints); receiver.py and recover.py find it through CLAIMD_STUBS_DIR, or _generated/ by
-default. grpcio-tools brings protoc and the well-known types (Duration, Timestamp), so no
+hints). grpcio-tools brings protoc and the well-known types (Duration, Timestamp), so no
 protoc needs to be installed.
 """
 

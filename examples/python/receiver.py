@@ -44,8 +44,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import grpc
 
-import claimd_client
+import claimd_client  # first: makes the claimd package importable
 import work
+from claimd import ClaimdError, Lease
 
 log = logging.getLogger("receiver")
 MAX_BODY = 1 << 20
@@ -132,25 +133,25 @@ class Handler(BaseHTTPRequestHandler):
         if retry_num:
             delivery += f" (Slack retry {retry_num}, {reason[:40] or '?'})"
         try:
-            claim = app.claimd.claim(event_id, hashlib.sha256(body).digest(), app.args.lease,
-                                     recovery_payload=body, delivery_attempt=retry_num,
-                                     timeout=app.args.claim_deadline)
-        except grpc.RpcError as error:
-            code = error.code()
+            claim = app.claims.claim(app.args.namespace, event_id, hashlib.sha256(body).digest(),
+                                     lease=app.args.lease, recovery_payload=body,
+                                     delivery_attempt=retry_num, timeout=app.args.claim_deadline)
+        except ClaimdError as error:
+            code = error.code
             log.error("claim of %s failed: %s", delivery, code.name)
             if code in RETRY_LATER:
                 return self.answer(503, {"error": "try again later"})
             if code == grpc.StatusCode.INVALID_ARGUMENT:
                 return self.answer(400, {"error": "event rejected"}, no_retry=True)
             return self.answer(500, {"error": "claim failed"})
-        decision = app.claimd.decision_name(claim.decision)
+        decision = claim.decision.name
         attempt = claim.receipt.attempt
-        if decision == "CLAIMED":
+        if isinstance(claim, Lease):  # CLAIMED: it heartbeats from now on
             log.info("%s: CLAIMED (attempt %d), working", delivery, attempt)
             try:
                 self.answer(200, {"ok": True}, decision=decision)  # ack first, then work
             finally:
-                app.start_work(event_id, claim, body)
+                app.start_work(claim, body)
         elif decision == "CONFLICT":
             log.warning("%s: CONFLICT, the same event id came with another body; ignored",
                         delivery)
@@ -182,15 +183,14 @@ class App:
     def __init__(self, args, secret):
         self.args = args
         self.secret = secret
-        self.claimd = claimd_client.connect(args)
+        self.claims = claimd_client.connect(args)
         self.worker = f"receiver {os.getpid()}"
 
-    def start_work(self, key, claim, body):
+    def start_work(self, lease, body):
         # Not a daemon (request threads are, and would pass it on): on SIGTERM the process
         # waits for started work to settle.
-        threading.Thread(target=work.run_claimed, name=f"work {key}", daemon=False,
-                         args=(self.claimd, key, claim.claim_token, claim.receipt, body,
-                               self.args, self.worker)).start()
+        threading.Thread(target=work.run_claimed, name=f"work {lease.key}", daemon=False,
+                         args=(lease, body, self.args, self.worker)).start()
 
 
 def parse_args(argv=None):

@@ -26,32 +26,31 @@ import signal
 import sys
 import threading
 
-import grpc
-
-import claimd_client
+import claimd_client  # first: makes the claimd package importable
 import work
+from claimd import ClaimdError, Lease, OrphanReason
 
 log = logging.getLogger("recover")
 
 
-def recover_once(client, args, worker):
+def recover_once(claims, args, worker):
     """One pass over every page of orphans; returns a Counter of outcomes."""
     counts = collections.Counter()
     page_token = ""
     while True:
-        page = client.list_orphaned(args.page_size, page_token, args.overdue_by)
+        page = claims.list_orphaned(args.namespace, page_size=args.page_size,
+                                    page_token=page_token, overdue_by=args.overdue_by)
         for orphan in page.orphans:
-            key, reason = orphan.receipt.key, client.pb.OrphanReason.Name(orphan.reason)
-            claim = client.claim(key, orphan.receipt.fingerprint, args.lease, timeout=5.0)
-            decision = client.decision_name(claim.decision)
-            if decision != "CLAIMED":
-                log.info("%s (%s): %s, someone else has it", key, reason, decision)
+            key, reason = orphan.receipt.key, OrphanReason(orphan.reason).name
+            claim = claims.claim(args.namespace, key, orphan.receipt.fingerprint,
+                                 lease=args.lease, timeout=5.0)
+            if not isinstance(claim, Lease):
+                log.info("%s (%s): %s, someone else has it", key, reason, claim.decision.name)
                 counts["skipped"] += 1
                 continue
             log.info("%s (%s): CLAIMED, attempt %d, redoing the work", key, reason,
-                     claim.receipt.attempt)
-            outcome = work.run_claimed(client, key, claim.claim_token, claim.receipt,
-                                       claim.receipt.recovery_payload, args, worker)
+                     claim.attempt)
+            outcome = work.run_claimed(claim, claim.receipt.recovery_payload, args, worker)
             counts[outcome] += 1
         page_token = page.next_page_token
         if not page_token:
@@ -74,12 +73,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.lease < 1:
         parser.error("--lease must be at least 1 second (claimd's minimum)")
-    client = claimd_client.connect(args)
+    claims = claimd_client.connect(args)
     worker = f"recover {os.getpid()}"
     work.connect_db(args.db).close()
 
     if args.once:
-        print(json.dumps(recover_once(client, args, worker)), flush=True)
+        print(json.dumps(recover_once(claims, args, worker)), flush=True)
         return 0
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
@@ -88,11 +87,11 @@ def main(argv=None):
              args.interval)
     while not stopping.is_set():
         try:
-            counts = recover_once(client, args, worker)
+            counts = recover_once(claims, args, worker)
             if counts:
                 log.info("pass done: %s", dict(counts))
-        except grpc.RpcError as error:
-            log.error("pass failed: %s; trying again next pass", error.code().name)
+        except ClaimdError as error:
+            log.error("pass failed: %s; trying again next pass", error.code.name)
         stopping.wait(args.interval)
     return 0
 

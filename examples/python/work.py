@@ -6,12 +6,14 @@ constraint, exactly like a channel: posting twice shows up as two rows, so the t
 count replies. A configurable "thinking" time (WORK_SECONDS, think of an LLM call) comes
 first, which is what makes a handler slower than Slack's three seconds.
 
-`run_claimed` is shared by receiver.py (a fresh claim) and recover.py (a takeover):
+`run_claimed` is shared by receiver.py (a fresh claim) and recover.py (a takeover). Both
+hand it the `claimd.Lease` that Claim returned, which heartbeats every lease/3 in the
+background from the moment it was claimed (the `claimd` package, clients/python), and:
 
-1. heartbeat every lease/3 while working (claimd_client.Lease);
-2. right before the post, a synchronous Heartbeat that stores the checkpoint "posting":
-   it fails with ABORTED if someone else took over (then nothing is posted) and renews the
-   lease so the post runs inside it;
+1. it works, stopping early once `lease.lost` is set (someone else took the work over);
+2. right before the post, `lease.checkpoint(b"posting")`, a synchronous Heartbeat that
+   stores the checkpoint: it fails with ABORTED if someone else took over (then nothing
+   is posted) and renews the lease so the post runs inside it;
 3. post, then Complete with {"posted": true, "channel": ..., "ts": ...}, replayed by
    claimd to every later delivery.
 
@@ -33,12 +35,15 @@ import sqlite3
 import time
 import traceback
 
-import grpc
-
-from claimd_client import Lease, LeaseLost
+import claimd_client  # noqa: F401  (first: makes the claimd package importable)
+from claimd import ClaimdError, Lease
 
 log = logging.getLogger("work")
 POSTING = b"posting"
+
+
+class LeaseLost(Exception):
+    """claimd answered ABORTED: another holder took the work over. Stop, settle nothing."""
 
 
 class TransientError(Exception):
@@ -109,7 +114,7 @@ def post_reply(lease, envelope, args, worker):
 
     db = connect_db(args.db)
     try:
-        if lease.checkpoint == POSTING:
+        if lease.receipt.checkpoint == POSTING:
             # The previous holder died between the post and Complete: did the post land?
             row = db.execute("SELECT channel, posted_at FROM replies WHERE event_id = ?"
                              " ORDER BY id LIMIT 1", (event_id,)).fetchone()
@@ -117,9 +122,12 @@ def post_reply(lease, envelope, args, worker):
                 log.info("reply to %s was already posted by an earlier attempt", event_id)
                 return {"posted": True, "channel": row[0], "ts": f"{row[1]:.6f}"}
         try:
-            lease.fence(POSTING)  # the last check before the side effect
-        except grpc.RpcError as error:  # cannot tell whether we still hold it: do not post
-            raise TransientError(f"could not renew the lease: {error.code().name}") from None
+            lease.checkpoint(POSTING)  # the last check before the side effect
+        except ClaimdError as error:
+            if lease.lost.is_set():
+                raise LeaseLost(error.code.name) from None
+            # Cannot tell whether we still hold it: do not post.
+            raise TransientError(f"could not renew the lease: {error.code.name}") from None
         posted_at = time.time()
         db.execute(
             "INSERT INTO replies (event_id, channel, thread_ts, text, attempt, posted_by,"
@@ -134,14 +142,14 @@ def post_reply(lease, envelope, args, worker):
     return {"posted": True, "channel": event["channel"], "ts": f"{posted_at:.6f}"}
 
 
-def run_claimed(client, key, token, receipt, payload, args, worker):
-    """Runs the work for a claimed key and settles the receipt; returns the outcome:
-    "completed", "retry", "quarantined", "lost" (someone else holds it) or "unsettled"
-    (claimd unreachable: the lease runs out and a recovery worker takes over)."""
-    lease = Lease(client, key, token, args.lease, receipt.attempt, receipt.checkpoint)
-    with lease:
+def run_claimed(lease: Lease, payload, args, worker):
+    """Runs the work for a claimed (heartbeating) lease and settles the receipt; returns the
+    outcome: "completed", "retry", "quarantined", "lost" (someone else holds it) or
+    "unsettled" (claimd unreachable: the lease runs out and a recovery worker takes over)."""
+    key = lease.key
+    try:
         try:
-            if hashlib.sha256(payload).digest() != receipt.fingerprint:
+            if hashlib.sha256(payload).digest() != lease.receipt.fingerprint:
                 raise PermanentError("recovery payload does not match the fingerprint")
             envelope = parse_event(payload)
             response = post_reply(lease, envelope, args, worker)
@@ -149,27 +157,30 @@ def run_claimed(client, key, token, receipt, payload, args, worker):
             log.warning("%s: stopped, another holder has it; nothing posted", key)
             return "lost"
         except PermanentError as error:
-            return _settle(key, "quarantined", lease.quarantine, str(error))
+            return _settle(lease, "quarantined", lease.quarantine, str(error))
         except TransientError as error:
-            return _settle(key, "retry", lease.retry, str(error), error.retry_after)
+            return _settle(lease, "retry", lease.retry, str(error), error.retry_after)
         except Exception as error:  # a bug or an outage: give it back
             # Where, not what: an exception's message could quote the payload.
             frame = traceback.extract_tb(error.__traceback__)[-1]
             log.error("%s: work failed with %s at %s:%d", key, type(error).__name__,
                       os.path.basename(frame.filename), frame.lineno)
-            return _settle(key, "retry", lease.retry, f"unexpected {type(error).__name__}")
-        return _settle(key, "completed", lease.complete, json.dumps(response).encode())
+            return _settle(lease, "retry", lease.retry, f"unexpected {type(error).__name__}")
+        return _settle(lease, "completed", lease.complete, json.dumps(response).encode())
+    finally:
+        lease.stop()  # settled or not: no heartbeat outlives the work
 
 
-def _settle(key, outcome, call, *args):
+def _settle(lease, outcome, call, *args):
+    key = lease.key
     try:
         call(*args)
-    except LeaseLost:
-        log.warning("%s: could not settle as %s, another holder has it", key, outcome)
-        return "lost"
-    except grpc.RpcError as error:
+    except ClaimdError as error:
+        if lease.lost.is_set():
+            log.warning("%s: could not settle as %s, another holder has it", key, outcome)
+            return "lost"
         log.error("%s: could not settle as %s (%s); the lease will run out and a recovery"
-                  " worker takes over", key, outcome, error.code().name)
+                  " worker takes over", key, outcome, error.code.name)
         return "unsettled"
     # Our own error texts only: they are stored and logged, so they never hold secrets.
     log.info("%s: %s%s", key, outcome, f" ({args[0]})" if outcome != "completed" else "")

@@ -4,9 +4,9 @@ real HTTP, receiver and recovery-worker processes, the replies table and claimd 
 The tests run from examples/python (`python -m unittest tests.test_retry_storm`) against a
 running claimd, configured by the environment:
   CLAIMD_ADDR       claimd's host:port (required)
-  CLAIMD_STUBS_DIR  where gen_stubs.py put the stubs (default: _generated/)
   CLAIMD_API_KEY    an API key, if that claimd has keys
-cargo test (tests/it/polyglot/python.rs) starts claimd and sets them.
+cargo test (tests/it/polyglot/python.rs) starts claimd and sets them. The `claimd` package
+(clients/python) is the installed one, or the checkout's (see claimd_client.py).
 """
 
 import hashlib
@@ -26,7 +26,8 @@ import time
 import unittest
 import urllib.parse
 
-import claimd_client
+import claimd_client  # first: makes the claimd package importable
+from claimd import ClaimdError, Claims, OrphanReason, State  # noqa: F401 (ClaimdError: for tests)
 
 EXAMPLE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NAMESPACE = "slack-events"
@@ -158,8 +159,8 @@ class Scenario(unittest.TestCase):
         self.db = os.path.join(self.dir, "replies.db")
         self.signing_secret = "test-signing-" + secrets.token_hex(8)
         self.slack = Slack(self.signing_secret)
-        self.claimd = claimd_client.Claimd(os.environ["CLAIMD_ADDR"], NAMESPACE,
-                                           api_key=os.environ.get("CLAIMD_API_KEY"))
+        self.claims = Claims(os.environ["CLAIMD_ADDR"], api_key=os.environ.get("CLAIMD_API_KEY"))
+        self.addCleanup(self.claims.close)
         self.processes = []
         self.addCleanup(self._stop_processes)
 
@@ -216,12 +217,25 @@ class Scenario(unittest.TestCase):
         finally:
             db.close()
 
+    def receipt(self, event_id):
+        """The event's receipt in claimd; claimd.ClaimdError NOT_FOUND when there is none."""
+        return self.claims.get(NAMESPACE, event_id)
+
     def state(self, event_id):
-        return self.claimd.state_name(self.claimd.get(event_id).state)
+        return State(self.receipt(event_id).state).name
 
     def wait_for_state(self, event_id, state, timeout=15.0):
         wait_for(f"{event_id} to be {state}", lambda: self.state(event_id) == state, timeout)
-        return self.claimd.get(event_id)
+        return self.receipt(event_id)
+
+    def orphan_reasons(self):
+        """{key: "LEASE_EXPIRED" or "RETRY_DUE"} of the first page of orphans."""
+        page = self.claims.list_orphaned(NAMESPACE, page_size=1000)
+        return {o.receipt.key: OrphanReason(o.reason).name for o in page.orphans}
+
+    def receipt_count(self):
+        """How many receipts the namespace holds (up to 1000)."""
+        return len(self.claims.list(NAMESPACE, page_size=1000).receipts)
 
     def assert_acked(self, delivery, decision, status=200):
         """A delivery answered in time (Slack's 3 s) with the expected decision."""

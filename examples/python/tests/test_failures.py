@@ -27,12 +27,11 @@ class FailurePaths(Scenario):
 
         # Once due (claimd's backoff: about a second), the recovery worker takes it over;
         # the demo switch fails the first attempt only.
-        wait_for("the retry to be due", lambda: [
-            o for o in self.claimd.list_orphaned().orphans if o.receipt.key == event_id
-            and self.claimd.pb.OrphanReason.Name(o.reason) == "ORPHAN_REASON_RETRY_DUE"])
+        wait_for("the retry to be due",
+                 lambda: self.orphan_reasons().get(event_id) == "RETRY_DUE")
         summary = json.loads(self.recover("--once").output())
         self.assertEqual(summary, {"completed": 1})
-        receipt = self.claimd.get(event_id)
+        receipt = self.receipt(event_id)
         self.assertEqual((self.state(event_id), receipt.attempt), ("COMPLETED", 2))
         self.assertEqual(len(self.replies(event_id)), 1)
 
@@ -73,7 +72,7 @@ class FailurePaths(Scenario):
 
     def test_slash_command_is_answered_without_a_claim(self):
         receiver = self.receiver()
-        before = self.claimd.list(page_size=1000)
+        before = self.receipt_count()
         answer = self.slack.slash_command(receiver.url, "/status")
         self.assertEqual(answer.status, 200, answer.body)
         self.assertLess(answer.seconds, 3.0)
@@ -82,8 +81,7 @@ class FailurePaths(Scenario):
         forged = self.slack.post(receiver.url, b"command=%2Fstatus", secret="guess",
                                  content_type="application/x-www-form-urlencoded")
         self.assertEqual(forged.status, 401)
-        after = self.claimd.list(page_size=1000)
-        self.assertEqual(len(after.receipts), len(before.receipts), "no receipt was written")
+        self.assertEqual(self.receipt_count(), before, "no receipt was written")
 
     def test_unreachable_claimd_answers_503(self):
         event_id = self.new_event_id("UNREACHABLE")

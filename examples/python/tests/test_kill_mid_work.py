@@ -12,10 +12,6 @@ from tests.harness import Scenario, event_body, wait_for
 class KilledMidWork(Scenario):
     lease = 1.0  # claimd's minimum: the orphan is found about a second after the kill
 
-    def orphan_reasons(self):
-        page = self.claimd.list_orphaned()
-        return {o.receipt.key: self.claimd.pb.OrphanReason.Name(o.reason) for o in page.orphans}
-
     def test_recovery_worker_finishes_a_killed_receivers_event(self):
         # 60 s of work: the kill surely comes before the post.
         receiver = self.receiver(work_seconds=60)
@@ -24,7 +20,7 @@ class KilledMidWork(Scenario):
         self.assert_acked(self.slack.post(receiver.url, body), "CLAIMED")
         # Working: heartbeats keep the 1 s lease alive past its first expiry.
         def renewed():
-            receipt = self.claimd.get(event_id)
+            receipt = self.receipt(event_id)
             renewed_at = receipt.lease_expires_at.ToMilliseconds() - 1000
             return renewed_at > receipt.created_at.ToMilliseconds() + 200
 
@@ -34,7 +30,7 @@ class KilledMidWork(Scenario):
         self.assertEqual(self.state(event_id), "PROCESSING")
 
         wait_for("the orphan", lambda: self.orphan_reasons().get(event_id)
-                 == "ORPHAN_REASON_LEASE_EXPIRED", timeout=10)
+                 == "LEASE_EXPIRED", timeout=10)
         worker = self.recover("--interval", "0.2", work_seconds=0.2)
         receipt = self.wait_for_state(event_id, "COMPLETED")
 
@@ -60,7 +56,7 @@ class KilledMidWork(Scenario):
                           "CLAIMED")
         wait_for("the crash", lambda: receiver.popen.poll() is not None)
         self.assertEqual(len(self.replies(event_id)), 1)
-        self.assertEqual(self.claimd.get(event_id).checkpoint, b"posting")
+        self.assertEqual(self.receipt(event_id).checkpoint, b"posting")
 
         worker = self.recover("--interval", "0.2", work_seconds=0)
         receipt = self.wait_for_state(event_id, "COMPLETED")

@@ -8,7 +8,7 @@ import unittest
 
 import grpc
 
-from tests.harness import Scenario, event_body
+from tests.harness import ClaimdError, Scenario, event_body
 
 
 class RetryStorm(Scenario):
@@ -33,9 +33,9 @@ class RetryStorm(Scenario):
         for rejected in (forged, missing, stale, future):
             self.assertEqual(rejected.status, 401, rejected.body)
             self.assertIsNone(rejected.decision)
-        with self.assertRaises(grpc.RpcError) as nothing:
-            self.claimd.get(event_id)
-        self.assertEqual(nothing.exception.code(), grpc.StatusCode.NOT_FOUND)
+        with self.assertRaises(ClaimdError) as nothing:
+            self.receipt(event_id)
+        self.assertEqual(nothing.exception.code, grpc.StatusCode.NOT_FOUND)
 
         # The original: claimed and acknowledged at once, the work goes on for 4 s.
         started = time.monotonic()
@@ -56,7 +56,7 @@ class RetryStorm(Scenario):
         _, attempt, posted_by, posted_at = replies[0]
         self.assertEqual(attempt, 1)
         self.assertTrue(posted_by.startswith("receiver "))
-        receipt = self.claimd.get(event_id)
+        receipt = self.receipt(event_id)
         self.assertEqual(receipt.attempt, 1)
         response = json.loads(receipt.response)
         self.assertEqual(response, {"posted": True, "channel": "C0123", "ts": f"{posted_at:.6f}"})

@@ -56,7 +56,7 @@ class TwoReceivers(Scenario):
         for event_id in (one, two):
             replies = self.replies(event_id)
             self.assertEqual(len(replies), 1, f"{event_id}: exactly one reply: {replies}")
-            self.assertEqual(self.claimd.get(event_id).attempt, 1)
+            self.assertEqual(self.receipt(event_id).attempt, 1)
         posted_by = self.replies(one)[0][2]
         self.assertIn(f"receiver {a.popen.pid}", posted_by, "A did event 1")
 

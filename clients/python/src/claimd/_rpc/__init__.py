@@ -1,0 +1,2 @@
+"""Private wire-compatible copies of google.rpc.Status and google.rpc.BadRequest
+(`status.proto`, generated into `status_pb2`), for decoding claimd's error details."""
