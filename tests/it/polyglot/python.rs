@@ -1,5 +1,5 @@
-//! The Python Slack receiver (`examples/python`) against the real claimd binary. Each test
-//! generates the stubs with the example's own `gen_stubs.py` into a temp dir, then runs one
+//! The Python Slack receiver (`examples/python`, on the `clients/python` package) against
+//! the real claimd binary. Each test runs one
 //! scenario of `examples/python/tests` (`python -m unittest`, in the venv of
 //! [`tools::python`]) with `CLAIMD_ADDR` pointing at a live claimd. The scenarios start
 //! receivers and recovery workers as separate processes, play Slack over real HTTP
@@ -44,20 +44,12 @@ async fn scenario(module: &str, target: String, api_key: Option<String>, claimd:
 
 fn run_unittest(module: &str, target: &str, api_key: Option<&str>) {
     let example = tools::repo().join("examples/python");
-    // Stubs, databases and logs of one test live in its own directory.
+    // Databases and logs of one test live in its own directory. The example uses the
+    // `claimd` package from clients/python (its shim finds the checkout's copy).
     let dir = tempfile::tempdir().expect("temp dir");
-    let stubs = dir.path().join("stubs");
-    tools::run(
-        python(&example, dir.path())
-            .arg("gen_stubs.py")
-            .arg("--out")
-            .arg(&stubs),
-        "examples/python/gen_stubs.py",
-    );
     let mut cmd = python(&example, dir.path());
     cmd.args(["-m", "unittest", "-v", module])
-        .env("CLAIMD_ADDR", target)
-        .env("CLAIMD_STUBS_DIR", &stubs);
+        .env("CLAIMD_ADDR", target);
     if let Some(key) = api_key {
         cmd.env("CLAIMD_API_KEY", key);
     }
