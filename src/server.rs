@@ -182,8 +182,12 @@ impl Application {
         if let Some(tls) = self.tls {
             builder = builder.tls_config(tls)?;
         }
+        // HTTP/1.1 too: Connect's JSON form over plain HTTP (`connect`).
+        let connect = crate::connect::ConnectLayer::new()?;
         let server = tokio::spawn(
             builder
+                .accept_http1(true)
+                .layer(connect)
                 .layer(crate::telemetry::RpcLayer)
                 .layer(tower::util::MapResponseLayer::new(
                     crate::api::oversized_is_resource_exhausted,
