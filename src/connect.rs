@@ -195,7 +195,7 @@ async fn to_grpc(
             .ok()
             .and_then(|t| t.parse::<u64>().ok())
             .filter(|&ms| ms <= 99_999_999)
-            .ok_or_else(|| codes::ConnectError::bad_timeout())?;
+            .ok_or_else(codes::ConnectError::bad_timeout)?;
         let grpc_timeout = HeaderValue::from_str(&format!("{ms}m"))
             .map_err(|_| codes::ConnectError::bad_timeout())?;
         headers.insert("grpc-timeout", grpc_timeout);
@@ -246,6 +246,33 @@ async fn from_grpc(
         HeaderValue::from_static(codec.content_type()),
     );
     Ok(response)
+}
+
+/// The CORS layer for browser pages of `origins` (gRPC-Web and Connect from a browser);
+/// `None` when no origin is allowed, so no CORS header is ever sent.
+pub fn cors(origins: &[HeaderValue]) -> Option<tower_http::cors::CorsLayer> {
+    use tower_http::cors::{AllowOrigin, CorsLayer};
+    if origins.is_empty() {
+        return None;
+    }
+    let allow = [
+        "content-type",
+        "authorization",
+        "x-grpc-web",
+        "x-user-agent",
+        "grpc-timeout",
+        "connect-protocol-version",
+        "connect-timeout-ms",
+    ];
+    let expose = ["grpc-status", "grpc-message", "grpc-status-details-bin"];
+    Some(
+        CorsLayer::new()
+            .allow_origin(AllowOrigin::list(origins.iter().cloned()))
+            .allow_methods([http::Method::POST, http::Method::OPTIONS])
+            .allow_headers(allow.map(http::HeaderName::from_static))
+            .expose_headers(expose.map(http::HeaderName::from_static))
+            .max_age(std::time::Duration::from_secs(3600)),
+    )
 }
 
 #[cfg(test)]

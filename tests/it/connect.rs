@@ -15,6 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 struct Answer {
     status: u16,
     content_type: String,
+    headers: Vec<(String, String)>,
     body: Vec<u8>,
 }
 
@@ -35,8 +36,14 @@ async fn post(
 ) -> Answer {
     // The server under test is listening; anything else is a test failure.
     let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let verb = if method == "OPTIONS" {
+        "OPTIONS"
+    } else {
+        "POST"
+    };
+    let path = if method == "OPTIONS" { "Claim" } else { method };
     let mut head = format!(
-        "POST /claimd.v1.ClaimService/{method} HTTP/1.1\r\nHost: {addr}\r\n\
+        "{verb} /claimd.v1.ClaimService/{path} HTTP/1.1\r\nHost: {addr}\r\n\
          Content-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n",
         body.len()
     );
@@ -59,15 +66,46 @@ async fn post(
         .and_then(|l| l.split(' ').nth(1))
         .and_then(|s| s.parse().ok())
         .expect("a status line");
-    let content_type = lines
+    let headers: Vec<(String, String)> = lines
         .filter_map(|l| l.split_once(':'))
-        .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
-        .map(|(_, v)| v.trim().to_owned())
+        .map(|(n, v)| (n.to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let content_type = headers
+        .iter()
+        .find(|(n, _)| n == "content-type")
+        .map(|(_, v)| v.clone())
         .unwrap_or_default();
+    let mut body = raw[split + 4..].to_vec();
+    if headers
+        .iter()
+        .any(|(n, v)| n == "transfer-encoding" && v == "chunked")
+    {
+        body = dechunk(&body);
+    }
     Answer {
         status,
         content_type,
-        body: raw[split + 4..].to_vec(),
+        headers,
+        body,
+    }
+}
+
+/// The body of a chunked HTTP/1.1 answer.
+fn dechunk(mut raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let Some(end) = raw.windows(2).position(|w| w == b"\r\n") else {
+            return out;
+        };
+        let size = std::str::from_utf8(&raw[..end]).ok();
+        let size = size
+            .and_then(|s| usize::from_str_radix(s.trim(), 16).ok())
+            .unwrap_or(0);
+        if size == 0 {
+            return out;
+        }
+        out.extend_from_slice(&raw[end + 2..end + 2 + size]);
+        raw = &raw[end + 2 + size + 2..];
     }
 }
 
@@ -263,9 +301,100 @@ async fn connect_calls_need_the_api_key_like_grpc_calls(backend: Backend) {
     assert!(!String::from_utf8_lossy(&anonymous.body).contains(&generated.key));
 }
 
+async fn a_grpc_web_call_is_answered_in_grpc_web_framing(backend: Backend) {
+    let app = TestApp::builder().backend(backend).spawn().await;
+    let request = pb::ClaimRequest {
+        namespace: "hooks".into(),
+        key: "Ev3".into(),
+        ..Default::default()
+    };
+    let message = request.encode_to_vec();
+    let mut framed = vec![0u8];
+    framed.extend_from_slice(&(message.len() as u32).to_be_bytes());
+    framed.extend_from_slice(&message);
+    let web = [("X-Grpc-Web", "1")];
+    let answer = post(
+        app.addr,
+        "Claim",
+        "application/grpc-web+proto",
+        &web,
+        &framed,
+    )
+    .await;
+    assert_eq!(answer.status, 200);
+    assert!(
+        answer.content_type.starts_with("application/grpc-web"),
+        "{}",
+        answer.content_type
+    );
+    // A data frame with the ClaimResponse, then the trailers frame (flag 0x80).
+    let body = &answer.body;
+    assert_eq!(body[0], 0, "a data frame first");
+    let len = u32::from_be_bytes([body[1], body[2], body[3], body[4]]) as usize;
+    let response = pb::ClaimResponse::decode(&body[5..5 + len]).expect("a ClaimResponse");
+    assert_eq!(response.decision(), pb::Decision::Claimed);
+    let trailers = &body[5 + len..];
+    assert_eq!(trailers[0], 0x80, "then the trailers frame");
+    let text = String::from_utf8_lossy(&trailers[5..]).to_ascii_lowercase();
+    assert!(text.contains("grpc-status:0"), "{text}");
+}
+
+async fn cors_is_off_by_default_and_answers_only_the_allowed_origins(backend: Backend) {
+    let preflight = |origin: &'static str| {
+        [
+            ("Origin", origin),
+            ("Access-Control-Request-Method", "POST"),
+            ("Access-Control-Request-Headers", "content-type,x-grpc-web"),
+        ]
+    };
+    let allowed = |a: &Answer| {
+        a.headers
+            .iter()
+            .find(|(n, _)| n == "access-control-allow-origin")
+            .map(|(_, v)| v.clone())
+    };
+    let off = TestApp::builder().backend(backend).spawn().await;
+    let answer = post(
+        off.addr,
+        "OPTIONS",
+        "text/plain",
+        &preflight("https://admin.example"),
+        b"",
+    )
+    .await;
+    assert_eq!(allowed(&answer), None, "no CORS unless configured");
+    let on = TestApp::builder()
+        .backend(backend)
+        .configure(|c| {
+            c.cors_allow_origins = vec![http::HeaderValue::from_static("https://admin.example")]
+        })
+        .spawn()
+        .await;
+    let answer = post(
+        on.addr,
+        "OPTIONS",
+        "text/plain",
+        &preflight("https://admin.example"),
+        b"",
+    )
+    .await;
+    assert_eq!(allowed(&answer).as_deref(), Some("https://admin.example"));
+    let other = post(
+        on.addr,
+        "OPTIONS",
+        "text/plain",
+        &preflight("https://evil.example"),
+        b"",
+    )
+    .await;
+    assert_eq!(allowed(&other), None, "another origin is not allowed");
+}
+
 conformance!(
     a_claim_complete_and_replay_work_in_json_over_http1,
     a_claim_works_in_binary_proto_over_http1,
     bad_input_gets_connects_error_and_its_http_status_and_writes_nothing,
     connect_calls_need_the_api_key_like_grpc_calls,
+    a_grpc_web_call_is_answered_in_grpc_web_framing,
+    cors_is_off_by_default_and_answers_only_the_allowed_origins,
 );
