@@ -170,6 +170,10 @@ pub struct ServeArgs {
     #[arg(long, env = "CLAIMD_METRICS_INTERVAL", default_value = defaults::METRICS_INTERVAL,
           value_parser = parse_duration)]
     pub metrics_interval: Duration,
+    /// Origins (`https://admin.example.com`) whose browser pages may call claimd over
+    /// gRPC-Web or Connect (CORS), comma-separated; none by default (no CORS headers).
+    #[arg(long, env = "CLAIMD_CORS_ALLOW_ORIGIN", value_delimiter = ',')]
+    pub cors_allow_origin: Vec<String>,
 }
 
 /// Everything `serve` needs, validated.
@@ -218,6 +222,8 @@ pub struct Config {
     pub list_page_bytes: usize,
     /// Most Claims waiting at once (`wait`).
     pub max_waiting_claims: usize,
+    /// Origins allowed by CORS (none: no CORS headers).
+    pub cors_allow_origins: Vec<http::HeaderValue>,
     /// Failed authentications per peer address per window; 0: no limit.
     pub auth_failure_limit: u32,
     /// Refill time of the failure limit.
@@ -298,6 +304,7 @@ impl Config {
             health_listen: args.health_listen,
             metrics_listen: args.metrics_listen.0,
             metrics_namespace_limit: args.metrics_namespace_limit,
+            cors_allow_origins: cors_origins(&args.cors_allow_origin)?,
             metrics_interval: args.metrics_interval,
             allow_unauthenticated: args.allow_unauthenticated,
             key_cache_ttl: args.key_cache_ttl,
@@ -309,4 +316,22 @@ impl Config {
             key_touch_interval: args.auth.key_touch_interval,
         })
     }
+}
+
+/// `--cors-allow-origin`'s values as header values; an error names the flag.
+fn cors_origins(origins: &[String]) -> anyhow::Result<Vec<http::HeaderValue>> {
+    origins
+        .iter()
+        .map(|o| o.trim())
+        .filter(|o| !o.is_empty())
+        .map(|o| {
+            let ok = (o.starts_with("https://") || o.starts_with("http://")) && !o.ends_with('/');
+            anyhow::ensure!(
+                ok,
+                "--cors-allow-origin: {o:?} is not an origin (scheme://host[:port], no path)"
+            );
+            http::HeaderValue::from_str(o)
+                .map_err(|_| anyhow::anyhow!("--cors-allow-origin: {o:?} is not a valid origin"))
+        })
+        .collect()
 }

@@ -36,6 +36,7 @@ pub mod api;
 pub mod auth;
 pub mod client;
 pub mod config;
+pub mod connect;
 pub mod deadline;
 pub mod domain;
 pub mod drain;

@@ -182,8 +182,15 @@ impl Application {
         if let Some(tls) = self.tls {
             builder = builder.tls_config(tls)?;
         }
+        // HTTP/1.1 too: Connect's JSON form over plain HTTP (`connect`) and gRPC-Web.
+        let connect = crate::connect::ConnectLayer::new()?;
+        let cors = crate::connect::cors(&self.config.cors_allow_origins);
         let server = tokio::spawn(
             builder
+                .accept_http1(true)
+                .layer(tower::util::option_layer(cors))
+                .layer(connect)
+                .layer(tonic_web::GrpcWebLayer::new())
                 .layer(crate::telemetry::RpcLayer)
                 .layer(tower::util::MapResponseLayer::new(
                     crate::api::oversized_is_resource_exhausted,

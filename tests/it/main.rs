@@ -17,6 +17,7 @@ mod bench_soak;
 mod cli;
 mod client_guard;
 mod concurrency;
+mod connect;
 mod dead_letters;
 mod dead_letters_redrive;
 mod deadlines;

@@ -18,11 +18,16 @@ const MARK: &str = "@@claimd-readme@@";
 
 /// The grpcurl commands of the README section `name`.
 fn section(name: &str) -> Vec<Cmd> {
+    commands_of(name, "grpcurl ")
+}
+
+/// The commands of the README section `name` that run `tool`.
+fn commands_of(name: &str, tool: &str) -> Vec<Cmd> {
     let cmds = readme::section(name).into_iter();
-    let cmds: Vec<Cmd> = cmds.filter(|c| c.text.contains("grpcurl ")).collect();
+    let cmds: Vec<Cmd> = cmds.filter(|c| c.text.contains(tool)).collect();
     assert!(
         !cmds.is_empty(),
-        "README section `{name}` has no grpcurl command"
+        "README section `{name}` has no {tool}command"
     );
     cmds
 }
@@ -136,6 +141,20 @@ async fn the_readme_idempotency_key_commands_wait_for_the_stored_response_with_r
         dir.path(),
         &[],
     );
+}
+
+#[tokio::test]
+async fn the_readme_curl_commands_work_with_real_curl_over_connect() {
+    let found = Command::new("curl").arg("--version").output();
+    assert!(
+        found.is_ok_and(|o| o.status.success()),
+        "`curl` is needed by the README's curl test; install it (Debian: apt-get install curl)"
+    );
+    let live = tools::Live::embedded().await;
+    // A test cannot run without a scratch directory.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cmds = commands_of("Claim with curl", "curl ");
+    run_in_bash(&cmds, live.addr.port(), dir.path(), &[]);
 }
 
 #[tokio::test]

@@ -1,0 +1,170 @@
+//! Connect's errors: a gRPC status as Connect's JSON error body (`code` by name, `message`,
+//! and the status details — claimd's `google.rpc.BadRequest` naming the field — as
+//! `{"type", "value"}` with the value in base64) and the HTTP status Connect maps each code
+//! to; and the errors of the door itself (a body too large, an unknown content type, a bad
+//! `Connect-Timeout-Ms`, JSON that does not decode).
+
+use base64::Engine as _;
+use http::{HeaderValue, Response, StatusCode, header};
+use http_body_util::Full;
+use tonic::Code;
+use tonic::body::Body;
+
+/// `google.rpc.Status`, as `grpc-status-details-bin` carries it.
+#[derive(Clone, PartialEq, prost::Message)]
+struct RpcStatus {
+    #[prost(int32, tag = "1")]
+    code: i32,
+    #[prost(string, tag = "2")]
+    message: String,
+    #[prost(message, repeated, tag = "3")]
+    details: Vec<prost_types::Any>,
+}
+
+/// One Connect error, ready to answer.
+#[derive(Debug)]
+pub struct ConnectError {
+    code: Code,
+    message: String,
+    details: Vec<(String, Vec<u8>)>,
+    http: Option<StatusCode>,
+}
+
+impl ConnectError {
+    fn new(code: Code, message: impl Into<String>) -> ConnectError {
+        ConnectError {
+            code,
+            message: message.into(),
+            details: Vec::new(),
+            http: None,
+        }
+    }
+
+    /// The error a gRPC status means, its details carried over.
+    pub fn from_status(status: &tonic::Status) -> ConnectError {
+        let mut e = ConnectError::new(status.code(), status.message());
+        if let Ok(rpc) = <RpcStatus as prost::Message>::decode(status.details()) {
+            for any in rpc.details {
+                let name = any
+                    .type_url
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned();
+                e.details.push((name, any.value));
+            }
+        }
+        e
+    }
+
+    /// A request body over the request limit.
+    pub fn too_large() -> ConnectError {
+        ConnectError::new(
+            Code::ResourceExhausted,
+            format!(
+                "the request is larger than {} bytes",
+                crate::api::MAX_REQUEST_BYTES
+            ),
+        )
+    }
+
+    /// A POST to the service in a content type none of its protocols speaks.
+    pub fn unsupported_media_type() -> ConnectError {
+        ConnectError {
+            http: Some(StatusCode::UNSUPPORTED_MEDIA_TYPE),
+            ..ConnectError::new(
+                Code::Unknown,
+                "Content-Type must be application/json or application/proto (Connect), or \
+                 application/grpc, application/grpc-web",
+            )
+        }
+    }
+
+    /// A `Connect-Timeout-Ms` that is not a number of milliseconds (at most 10 digits).
+    pub fn bad_timeout() -> ConnectError {
+        ConnectError::new(
+            Code::InvalidArgument,
+            "Connect-Timeout-Ms must be a whole number of milliseconds",
+        )
+    }
+
+    /// A request that does not decode as its method's message.
+    pub fn undecodable(why: impl std::fmt::Display) -> ConnectError {
+        ConnectError::new(
+            Code::InvalidArgument,
+            format!("the request body is not a valid message: {why}"),
+        )
+    }
+
+    /// The door failed itself.
+    pub fn internal(message: &str) -> ConnectError {
+        ConnectError::new(Code::Internal, message)
+    }
+
+    /// The HTTP answer: Connect's JSON error body and its status.
+    pub fn into_response(self) -> Response<Body> {
+        let details: Vec<serde_json::Value> = self
+            .details
+            .iter()
+            .map(|(kind, value)| {
+                let value = base64::engine::general_purpose::STANDARD_NO_PAD.encode(value);
+                serde_json::json!({ "type": kind, "value": value })
+            })
+            .collect();
+        let mut body = serde_json::json!({ "code": name(self.code), "message": self.message });
+        if !details.is_empty() {
+            body["details"] = serde_json::Value::Array(details);
+        }
+        let mut response =
+            Response::new(Body::new(Full::new(bytes::Bytes::from(body.to_string()))));
+        *response.status_mut() = self.http.unwrap_or_else(|| http_status(self.code));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        response
+    }
+}
+
+/// Connect's name of a code.
+pub fn name(code: Code) -> &'static str {
+    match code {
+        Code::Ok => "ok",
+        Code::Cancelled => "canceled",
+        Code::Unknown => "unknown",
+        Code::InvalidArgument => "invalid_argument",
+        Code::DeadlineExceeded => "deadline_exceeded",
+        Code::NotFound => "not_found",
+        Code::AlreadyExists => "already_exists",
+        Code::PermissionDenied => "permission_denied",
+        Code::ResourceExhausted => "resource_exhausted",
+        Code::FailedPrecondition => "failed_precondition",
+        Code::Aborted => "aborted",
+        Code::OutOfRange => "out_of_range",
+        Code::Unimplemented => "unimplemented",
+        Code::Internal => "internal",
+        Code::Unavailable => "unavailable",
+        Code::DataLoss => "data_loss",
+        Code::Unauthenticated => "unauthenticated",
+    }
+}
+
+/// The HTTP status Connect gives a code.
+pub fn http_status(code: Code) -> StatusCode {
+    match code {
+        Code::Ok => StatusCode::OK,
+        Code::Cancelled => StatusCode::from_u16(499).unwrap_or(StatusCode::BAD_REQUEST),
+        Code::InvalidArgument | Code::FailedPrecondition | Code::OutOfRange => {
+            StatusCode::BAD_REQUEST
+        }
+        Code::DeadlineExceeded => StatusCode::GATEWAY_TIMEOUT,
+        Code::NotFound => StatusCode::NOT_FOUND,
+        Code::AlreadyExists | Code::Aborted => StatusCode::CONFLICT,
+        Code::PermissionDenied => StatusCode::FORBIDDEN,
+        Code::ResourceExhausted => StatusCode::TOO_MANY_REQUESTS,
+        Code::Unimplemented => StatusCode::NOT_IMPLEMENTED,
+        Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        Code::Unauthenticated => StatusCode::UNAUTHORIZED,
+        Code::Unknown | Code::Internal | Code::DataLoss => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
