@@ -5,6 +5,7 @@
 //! TCP socket, so what goes over the wire is exactly what the test says.
 
 use crate::common::app::{Backend, TestApp};
+use crate::common::blocker::Blocker;
 use claimd::pb;
 use prost::Message as _;
 use serde_json::{Value, json};
@@ -390,6 +391,41 @@ async fn cors_is_off_by_default_and_answers_only_the_allowed_origins(backend: Ba
     assert_eq!(allowed(&other), None, "another origin is not allowed");
 }
 
+async fn connect_timeout_ms_is_the_calls_deadline_and_the_late_work_changes_nothing(
+    backend: Backend,
+) {
+    let app = TestApp::builder().backend(backend).spawn().await;
+    let claimed = app.claim("hooks", "slow", b"fp").await;
+    let before = app.get("hooks", "slow").await.expect("Get");
+    let mut blocker = Blocker::hold(&app.database_url, "slow").await;
+    let body = json!({"namespace": "hooks", "key": "slow",
+                      "claimToken": claimed.claim_token, "response": "bGF0ZQ=="});
+    let addr = app.addr;
+    let call = tokio::spawn(async move {
+        let timeout = [("Connect-Timeout-Ms", "300")];
+        post(
+            addr,
+            "Complete",
+            "application/json",
+            &timeout,
+            body.to_string().as_bytes(),
+        )
+        .await
+    });
+    blocker.wait_for_waiter().await;
+    let answer = call.await.expect("the call task");
+    assert_eq!(
+        answer.status,
+        504,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    assert_eq!(answer.json()["code"], "deadline_exceeded");
+    blocker.release().await;
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(app.get("hooks", "slow").await.expect("Get"), before);
+}
+
 conformance!(
     a_claim_complete_and_replay_work_in_json_over_http1,
     a_claim_works_in_binary_proto_over_http1,
@@ -397,4 +433,5 @@ conformance!(
     connect_calls_need_the_api_key_like_grpc_calls,
     a_grpc_web_call_is_answered_in_grpc_web_framing,
     cors_is_off_by_default_and_answers_only_the_allowed_origins,
+    connect_timeout_ms_is_the_calls_deadline_and_the_late_work_changes_nothing,
 );
