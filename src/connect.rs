@@ -13,13 +13,13 @@
 //! of the service; this layer keeps one implementation, reached by three protocols, and
 //! does only the unary form (docs/ARCHITECTURE.md).
 
+mod body;
 mod codes;
 mod json;
 
-use crate::api::MAX_REQUEST_BYTES;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use http::{HeaderValue, Request, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -167,11 +167,7 @@ async fn to_grpc(
 ) -> Result<Request<Body>, codes::ConnectError> {
     let (mut parts, body) = request.into_parts();
     let path = parts.uri.path().to_owned();
-    let bytes = Limited::new(body, MAX_REQUEST_BYTES)
-        .collect()
-        .await
-        .map_err(|_| codes::ConnectError::too_large())?
-        .to_bytes();
+    let bytes = body::read(&parts, body).await?;
     let message = match codec {
         Codec::Proto => bytes,
         Codec::Json => messages.request_from_json(&path, &bytes)?,

@@ -22,7 +22,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tonic::transport::{Server, ServerTlsConfig};
+use tonic::transport::Server;
 use tonic_health::ServingStatus;
 use tonic_health::server::HealthReporter;
 
@@ -34,7 +34,7 @@ pub struct Application {
     listener: TcpListener,
     health_listener: Option<TcpListener>,
     metrics_listener: Option<TcpListener>,
-    tls: Option<ServerTlsConfig>,
+    tls: Option<std::sync::Arc<rustls::ServerConfig>>,
     store: Arc<dyn Store>,
     policies: PolicyHandle,
     config: Config,
@@ -177,11 +177,8 @@ impl Application {
             )
         });
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let incoming = limits.incoming(self.listener);
-        let mut builder = limits.apply(Server::builder());
-        if let Some(tls) = self.tls {
-            builder = builder.tls_config(tls)?;
-        }
+        let incoming = crate::tls::accept::Accepting::new(limits.incoming(self.listener), self.tls);
+        let builder = limits.apply(Server::builder());
         // HTTP/1.1 too: Connect's JSON form over plain HTTP (`connect`) and gRPC-Web.
         let connect = crate::connect::ConnectLayer::new()?;
         let cors = crate::connect::cors(&self.config.cors_allow_origins);

@@ -1,4 +1,4 @@
-//! TLS for the gRPC listener (rustls, through tonic's `tls-ring` feature): the flag rules
+//! TLS for the main listener (rustls with ring, handshakes in [`accept`]): the flag rules
 //! (`--tls-cert` and `--tls-key` together; `--tls-client-ca` only with them) and the PEM
 //! files read and checked at start, so a bad file stops claimd before it serves. Errors name
 //! the flag and the path, never the file's contents.
@@ -8,9 +8,13 @@
 //! is compiled into rustls; a dependency that also enabled aws-lc-rs would make rustls's
 //! provider choice ambiguous.
 
+pub mod accept;
+
+use rustls::ServerConfig;
+use rustls::server::WebPkiClientVerifier;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
-use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
@@ -49,41 +53,50 @@ pub fn check_flags(files: &TlsFiles) -> anyhow::Result<()> {
 }
 
 /// Reads and checks the TLS files: `None` for plaintext, otherwise the main listener's TLS
-/// configuration (client certificates required when `client_ca` is set).
-pub fn load(files: &TlsFiles) -> anyhow::Result<Option<ServerTlsConfig>> {
+/// configuration (client certificates required when `client_ca` is set), offering `h2` and
+/// `http/1.1` in ALPN (served by [`accept::Accepting`]).
+pub fn load(files: &TlsFiles) -> anyhow::Result<Option<Arc<ServerConfig>>> {
     check_flags(files)?;
     let (Some(cert), Some(key)) = (&files.cert, &files.key) else {
         return Ok(None);
     };
     let cert_pem = read("--tls-cert", cert)?;
-    certificates("--tls-cert", cert, &cert_pem)?;
+    let chain = certificates("--tls-cert", cert, &cert_pem)?;
     let key_pem = read("--tls-key", key)?;
-    if PrivateKeyDer::from_pem_slice(&key_pem).is_err() {
+    let Ok(private_key) = PrivateKeyDer::from_pem_slice(&key_pem) else {
         anyhow::bail!(
             "--tls-key: {} holds no PEM private key (PKCS#8, PKCS#1 or SEC1)",
             key.display()
         );
-    }
-    let mut tls = ServerTlsConfig::new()
-        .identity(Identity::from_pem(cert_pem, key_pem))
-        .timeout(HANDSHAKE_TIMEOUT);
-    if let Some(ca) = &files.client_ca {
-        let ca_pem = read("--tls-client-ca", ca)?;
-        certificates("--tls-client-ca", ca, &ca_pem)?;
-        tls = tls
-            .client_ca_root(Certificate::from_pem(ca_pem))
-            .client_auth_optional(false);
-    }
+    };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()?;
+    let builder = match &files.client_ca {
+        None => builder.with_no_client_auth(),
+        Some(ca) => {
+            let ca_pem = read("--tls-client-ca", ca)?;
+            let mut roots = rustls::RootCertStore::empty();
+            roots.add_parsable_certificates(certificates("--tls-client-ca", ca, &ca_pem)?);
+            let verifier = WebPkiClientVerifier::builder_with_provider(roots.into(), provider)
+                .build()
+                .map_err(|e| {
+                    anyhow::anyhow!("--tls-client-ca: {}: {}", ca.display(), error_chain(&e))
+                })?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
     // rustls checks what PEM parsing cannot: a usable key that matches the certificate.
-    if let Err(e) = tonic::transport::Server::builder().tls_config(tls.clone()) {
-        anyhow::bail!(
+    let mut config = builder.with_single_cert(chain, private_key).map_err(|e| {
+        anyhow::anyhow!(
             "--tls-cert/--tls-key: {} and {} are not a usable certificate and key pair: {}",
             cert.display(),
             key.display(),
             error_chain(&e)
-        );
-    }
-    Ok(Some(tls))
+        )
+    })?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Some(Arc::new(config)))
 }
 
 fn read(flag: &str, path: &Path) -> anyhow::Result<Vec<u8>> {
@@ -92,15 +105,19 @@ fn read(flag: &str, path: &Path) -> anyhow::Result<Vec<u8>> {
 
 /// At least one certificate, and every PEM section a well-formed one. The parser's own error
 /// is not shown: it can quote lines of the file.
-fn certificates(flag: &str, path: &Path, pem: &[u8]) -> anyhow::Result<()> {
+fn certificates(
+    flag: &str,
+    path: &Path,
+    pem: &[u8],
+) -> anyhow::Result<Vec<CertificateDer<'static>>> {
     let parsed: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(pem).collect();
     match parsed {
-        Ok(certs) if !certs.is_empty() => Ok(()),
+        Ok(certs) if !certs.is_empty() => Ok(certs),
         _ => anyhow::bail!("{flag}: {} holds no valid PEM certificate", path.display()),
     }
 }
 
-/// The error and its sources on one line (tonic's transport error hides the cause).
+/// The error and its sources on one line.
 fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();

@@ -293,4 +293,4 @@ async fn nothing_secret_reaches_logs_errors_or_raw_rows(backend: Backend) {
     }
 }
 
-conformance!(nothing_secret_reaches_logs_errors_or_raw_rows);
+conformance_every_door!(nothing_secret_reaches_logs_errors_or_raw_rows);

@@ -68,6 +68,14 @@ impl ConnectError {
         )
     }
 
+    /// A request body that broke off before its end.
+    pub fn unreadable() -> ConnectError {
+        ConnectError::new(
+            Code::InvalidArgument,
+            "the request body broke off before its end",
+        )
+    }
+
     /// A POST to the service in a content type none of its protocols speaks.
     pub fn unsupported_media_type() -> ConnectError {
         ConnectError {
@@ -88,12 +96,25 @@ impl ConnectError {
         )
     }
 
-    /// A request that does not decode as its method's message.
-    pub fn undecodable(why: impl std::fmt::Display) -> ConnectError {
-        ConnectError::new(
-            Code::InvalidArgument,
-            format!("the request body is not a valid message: {why}"),
-        )
+    /// A request that does not decode as its method's message; with the `field` decoding
+    /// stopped at, named in the message and in a `google.rpc.BadRequest` detail, as claimd's
+    /// own validation names it.
+    pub fn undecodable(why: impl std::fmt::Display, field: Option<String>) -> ConnectError {
+        let why = without_quoted_values(&why.to_string());
+        let Some(field) = field else {
+            return ConnectError::new(
+                Code::InvalidArgument,
+                format!("the request body is not a valid message: {why}"),
+            );
+        };
+        let message = format!("{field}: the request body is not a valid message: {why}");
+        let details = tonic_types::ErrorDetails::with_bad_request_violation(
+            field,
+            "does not decode from JSON",
+        );
+        use tonic_types::StatusExt as _;
+        let status = tonic::Status::with_error_details(Code::InvalidArgument, message, details);
+        ConnectError::from_status(&status)
     }
 
     /// The door failed itself.
@@ -124,6 +145,28 @@ impl ConnectError {
         );
         response
     }
+}
+
+/// A decoding error's description with every double-quoted value in it elided: serde
+/// quotes the string it could not use, and that may be a token or a payload the caller put
+/// in the wrong field, which must not come back in an error or reach a log.
+fn without_quoted_values(why: &str) -> String {
+    let mut out = String::with_capacity(why.len());
+    let mut quoted = false;
+    let mut chars = why.chars();
+    while let Some(c) = chars.next() {
+        if quoted && c == '\\' {
+            chars.next();
+        } else if c == '"' {
+            if !quoted {
+                out.push_str("\"…\"");
+            }
+            quoted = !quoted;
+        } else if !quoted {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Connect's name of a code.
@@ -166,5 +209,24 @@ pub fn http_status(code: Code) -> StatusCode {
         Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         Code::Unauthenticated => StatusCode::UNAUTHORIZED,
         Code::Unknown | Code::Internal | Code::DataLoss => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_quoted_values;
+
+    #[test]
+    fn quoted_values_are_elided_from_decoding_errors_escaped_quotes_and_all() {
+        let why = r#"invalid value: string "tok-\"secret", expected a duration at line 1"#;
+        let elided = without_quoted_values(why);
+        assert_eq!(
+            elided,
+            r#"invalid value: string "…", expected a duration at line 1"#
+        );
+        assert_eq!(
+            without_quoted_values("unknown field `nope`"),
+            "unknown field `nope`"
+        );
     }
 }

@@ -47,9 +47,14 @@ impl Messages {
         let (input, _) = self.method(path)?;
         let mut de = serde_json::Deserializer::from_slice(body);
         let options = DeserializeOptions::new().deny_unknown_fields(true);
-        let message = DynamicMessage::deserialize_with_options(input, &mut de, &options)
-            .map_err(ConnectError::undecodable)?;
-        de.end().map_err(ConnectError::undecodable)?;
+        let mut track = serde_path_to_error::Track::new();
+        let tracked = serde_path_to_error::Deserializer::new(&mut de, &mut track);
+        let message = DynamicMessage::deserialize_with_options(input.clone(), tracked, &options)
+            .map_err(|e| {
+                let field = field_at(&input, &track.path(), &e.to_string());
+                ConnectError::undecodable(e, field)
+            })?;
+        de.end().map_err(|e| ConnectError::undecodable(e, None))?;
         Ok(Bytes::from(message.encode_to_vec()))
     }
 
@@ -65,4 +70,37 @@ impl Messages {
             .map_err(|_| ConnectError::internal("the answer did not encode as JSON"))?;
         Ok(Bytes::from(out))
     }
+}
+
+/// The request field a JSON decoding error is about, by its proto name: the top-level key
+/// where decoding stopped (in the proto's spelling or in lowerCamelCase), or the unknown
+/// field prost-reflect names in its message; `None` when the JSON itself is malformed.
+fn field_at(
+    input: &MessageDescriptor,
+    path: &serde_path_to_error::Path,
+    error: &str,
+) -> Option<String> {
+    use serde_path_to_error::Segment;
+    let first = path.iter().find_map(|segment| match segment {
+        Segment::Map { key } => Some(key.as_str()),
+        _ => None,
+    });
+    if let Some(unknown) = error
+        .strip_prefix("unrecognized field name '")
+        .and_then(|rest| rest.split('\'').next())
+    {
+        return Some(match first {
+            Some(parent) => format!("{}.{unknown}", proto_name(input, parent)),
+            None => unknown.to_owned(),
+        });
+    }
+    first.map(|key| proto_name(input, key))
+}
+
+/// `key` as the proto names the field it stands for (JSON may use the lowerCamelCase name).
+fn proto_name(input: &MessageDescriptor, key: &str) -> String {
+    input
+        .get_field_by_json_name(key)
+        .or_else(|| input.get_field_by_name(key))
+        .map_or_else(|| key.to_owned(), |field| field.name().to_owned())
 }

@@ -251,7 +251,7 @@ async fn a_key_limited_to_namespaces_is_denied_elsewhere(backend: Backend) {
     );
 }
 
-conformance!(
+conformance_every_door!(
     tenants_never_see_each_others_receipts,
     calls_without_a_valid_key_are_refused_once_keys_exist,
     a_key_limited_to_namespaces_is_denied_elsewhere,

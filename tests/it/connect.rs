@@ -27,6 +27,20 @@ impl Answer {
     }
 }
 
+/// The field the `google.rpc.BadRequest` detail of a Connect error names, if it has one.
+fn violated_field(answer: &Answer) -> Option<String> {
+    use base64::Engine as _;
+    let error = answer.json();
+    let detail = error["details"].as_array()?.first()?.clone();
+    assert_eq!(detail["type"], "google.rpc.BadRequest", "{error}");
+    let value = detail["value"].as_str().expect("a value");
+    let value = base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(value.trim_end_matches('='))
+        .expect("base64");
+    let bad = tonic_types::pb::BadRequest::decode(value.as_slice()).expect("a BadRequest");
+    Some(bad.field_violations[0].field.clone())
+}
+
 /// POSTs `body` as `content_type` to `/claimd.v1.ClaimService/<method>` over HTTP/1.1.
 async fn post(
     addr: SocketAddr,
@@ -251,15 +265,40 @@ async fn bad_input_gets_connects_error_and_its_http_status_and_writes_nothing(ba
             .contains("key"),
         "{error}"
     );
-    let detail = &error["details"][0];
-    assert_eq!(detail["type"], "google.rpc.BadRequest");
-    use base64::Engine as _;
-    let value = detail["value"].as_str().expect("a value");
-    let value = base64::engine::general_purpose::STANDARD_NO_PAD
-        .decode(value.trim_end_matches('='))
-        .expect("base64");
-    let bad = tonic_types::pb::BadRequest::decode(value.as_slice()).expect("a BadRequest");
-    assert_eq!(bad.field_violations[0].field, "key");
+    assert_eq!(violated_field(&empty_key).as_deref(), Some("key"));
+    // JSON that does not decode names the field decoding stopped at, by its proto name, and
+    // never echoes the value it could not use.
+    let named: [(&[u8], Option<&str>); 6] = [
+        (br#"{"namespace":"a","key":"k","nope":1}"#, Some("nope")),
+        (br#"{"namespace":1}"#, Some("namespace")),
+        (
+            br#"{"key":"k","leaseTtl":"SECRET-7f3a"}"#,
+            Some("lease_ttl"),
+        ),
+        (
+            br#"{"key":"k","lease_ttl":{"seconds":5}}"#,
+            Some("lease_ttl"),
+        ),
+        (br#"{"namespace": "#, Some("namespace")),
+        (b"nonsense", None),
+    ];
+    for (body, field) in named {
+        let answer = post(addr, "Claim", "application/json", &[], body).await;
+        let shown = String::from_utf8_lossy(body);
+        assert_eq!(answer.status, 400, "{shown}");
+        assert_eq!(violated_field(&answer).as_deref(), field, "{shown}");
+        let message = answer.json()["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if let Some(field) = field {
+            assert!(message.starts_with(&format!("{field}: ")), "{message}");
+        }
+        assert!(
+            !message.contains("SECRET"),
+            "the value came back: {message}"
+        );
+    }
     // Another content type; a bad timeout.
     let plain = post(addr, "Claim", "text/plain", &[], b"hi").await;
     assert_eq!(plain.status, 415);

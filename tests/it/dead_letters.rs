@@ -301,7 +301,7 @@ async fn a_dead_letter_whose_sealed_data_does_not_open_is_data_loss(backend: Bac
     app.shutdown().await;
 }
 
-conformance!(
+conformance_every_door!(
     dead_letters_come_in_namespace_and_key_order_across_pages,
     a_namespace_filter_lists_only_that_namespace,
     another_tenants_dead_letters_are_never_listed_or_redriven,

@@ -277,7 +277,7 @@ async fn delivery_attempt_does_not_change_the_decision(backend: Backend) {
     assert_eq!(takeover.receipt.unwrap().attempt, 2);
 }
 
-conformance!(
+conformance_every_door!(
     first_claim_is_claimed_and_completed_claims_replay_the_response,
     first_claim_creates_a_processing_receipt_with_attempt_one_and_a_lease_of_lease_ttl,
     claim_with_another_fingerprint_conflicts_while_processing_even_after_the_lease,

@@ -1,7 +1,8 @@
 //! Graceful drain through the real binary: after SIGTERM a slow call already in flight
 //! completes, a new call is refused with UNAVAILABLE, and the process exits 0 — on both
-//! stores. The in-flight call is made slow by holding a lock on its row (PostgreSQL) or the
-//! database's write lock (SQLite) from the test.
+//! stores, and through both Connect encodings over HTTP/1.1 (where a refused connection is
+//! what a Connect client reports as UNAVAILABLE). The in-flight call is made slow by holding
+//! a lock on its row (PostgreSQL) or the database's write lock (SQLite) from the test.
 
 use crate::common::app::{Backend, connect, decision};
 use crate::common::blocker::Blocker;
@@ -29,12 +30,13 @@ async fn a_slow_call_finishes_after_sigterm_while_new_calls_are_refused(backend:
         .args(["--db-timeout", "30s", "--shutdown-grace", "30s"])
         .env("CLAIMD_SEAL_KEYS", crate::common::raw::TEST_SEAL_KEY);
     let mut server = Claimd::start(cmd, addr).await;
-    let mut client = connect(addr).await;
+    let (client_addr, _translator) = backend.door.in_front_of(addr).await;
+    let mut client = connect(client_addr).await;
     let claimed = client.claim(claim("slow")).await.unwrap().into_inner();
     assert_eq!(decision(&claimed), Decision::Claimed);
 
     let mut blocker = Blocker::hold(&url, "slow").await;
-    let mut slow_client = connect(addr).await;
+    let mut slow_client = connect(client_addr).await;
     let slow = tokio::spawn(async move {
         let request = CompleteRequest {
             namespace: "drain".into(),
@@ -76,7 +78,7 @@ async fn a_slow_call_finishes_after_sigterm_while_new_calls_are_refused(backend:
     assert!(status.success(), "exit status {status}:\n{}", server.log());
 }
 
-conformance!(a_slow_call_finishes_after_sigterm_while_new_calls_are_refused);
+conformance_every_door!(a_slow_call_finishes_after_sigterm_while_new_calls_are_refused);
 
 /// SIGTERM the moment the port accepts, five times: each claimd drains and exits 0. The
 /// signal handlers are installed before anything binds; they used to be installed only

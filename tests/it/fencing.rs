@@ -180,7 +180,7 @@ async fn the_holder_of_a_receipt_claim_quarantined_for_its_budget_is_aborted(bac
     assert_eq!(get(&app, "Ev1").await.last_error, "exceeded max attempts");
 }
 
-conformance!(
+conformance_every_door!(
     complete_with_a_taken_over_token_is_aborted_and_changes_nothing,
     heartbeat_with_a_taken_over_token_is_aborted_and_changes_nothing,
     retry_with_a_taken_over_token_is_aborted_and_changes_nothing,

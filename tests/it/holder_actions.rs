@@ -241,7 +241,7 @@ async fn complete_drops_checkpoint_and_recovery_payload_and_sets_completed_at(ba
     assert_eq!(get(&app, "Ev1").await, r);
 }
 
-conformance!(
+conformance_every_door!(
     claim_quarantines_an_expired_lease_when_the_attempt_budget_is_spent,
     claim_quarantines_a_due_retry_when_the_attempt_budget_is_spent,
     retry_without_counting_the_attempt_does_not_spend_the_budget,

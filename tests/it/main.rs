@@ -18,6 +18,7 @@ mod cli;
 mod client_guard;
 mod concurrency;
 mod connect;
+mod connect_transports;
 mod dead_letters;
 mod dead_letters_redrive;
 mod deadlines;

@@ -307,7 +307,7 @@ async fn a_recovery_worker_takes_a_listed_orphan_over_and_gets_its_payload_and_c
     app.shutdown().await;
 }
 
-conformance!(
+conformance_every_door!(
     expired_leases_and_due_retries_are_listed_but_live_pending_and_terminal_receipts_are_not,
     orphans_come_oldest_due_first_across_pages_without_duplicates_or_gaps,
     a_namespace_filter_lists_only_that_namespace_and_an_empty_one_lists_all,

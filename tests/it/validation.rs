@@ -205,7 +205,7 @@ async fn a_message_over_the_grpc_size_limit_is_resource_exhausted_and_writes_not
     assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
 }
 
-conformance!(
+conformance_every_door!(
     claim_rejects_an_empty_long_or_oddly_spelled_namespace_and_writes_nothing,
     claim_rejects_an_empty_key_a_key_over_512_bytes_and_a_key_with_nul,
     claim_rejects_a_fingerprint_over_64_bytes_and_a_recovery_payload_over_64_kib,

@@ -263,7 +263,7 @@ async fn list_orphaned_rejects_a_bad_page_token_page_size_namespace_or_overdue_b
     app.shutdown().await;
 }
 
-conformance!(
+conformance_every_door!(
     an_empty_or_malformed_claim_token_is_rejected_by_every_rpc_and_changes_nothing,
     a_response_checkpoint_or_error_over_64_kib_is_rejected_even_with_the_current_token,
     a_heartbeat_lease_ttl_or_retry_after_outside_one_second_to_one_day_changes_nothing,

@@ -380,7 +380,7 @@ async fn waiting_claims_are_counted_while_they_wait_and_by_how_they_ended(backen
     app.shutdown().await;
 }
 
-conformance!(
+conformance_every_door!(
     scripted_calls_move_the_metrics_exactly,
     the_namespace_label_is_bounded,
     store_failures_are_counted_by_kind,

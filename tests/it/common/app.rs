@@ -1,8 +1,9 @@
 //! [`TestApp`]: a real claimd on 127.0.0.1:0 over a fresh, migrated database (started by
 //! [`TestApp::builder`], see [`super::spawn`]), with a connected gRPC client and the clock
-//! offset the test moves time with; the [`Backend`] a test runs on; small assertions on
-//! replies.
+//! offset the test moves time with; the [`Backend`] a test runs on (a store and a door);
+//! small assertions on replies.
 
+use super::door::{Door, Translator};
 use super::pg;
 use claimd::config::{Cli, Config};
 use claimd::pb::claim_service_client::ClaimServiceClient;
@@ -15,22 +16,50 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tonic::transport::{Channel, ClientTlsConfig};
 
-/// Which store a test runs against; the conformance suite runs every test on both.
+/// Which store a test runs against, and which door its client goes through: the
+/// conformance suite runs every test on both stores, and its Connect modules again through
+/// both Connect encodings ([`Door`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
+pub struct Backend {
+    /// Where the receipts live.
+    pub store: StoreKind,
+    /// How the test's clients reach the server.
+    pub door: Door,
+}
+
+/// The two stores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreKind {
     /// A fresh database on the harness's PostgreSQL.
     Postgres,
     /// A fresh embedded database file in a temporary directory.
     Sqlite,
 }
 
+#[allow(non_upper_case_globals)]
 impl Backend {
+    /// A fresh PostgreSQL database, reached over gRPC.
+    pub const Postgres: Backend = Backend {
+        store: StoreKind::Postgres,
+        door: Door::Grpc,
+    };
+    /// A fresh embedded database, reached over gRPC.
+    pub const Sqlite: Backend = Backend {
+        store: StoreKind::Sqlite,
+        door: Door::Grpc,
+    };
+
+    /// The same store, its clients going through `door`.
+    pub const fn through(self, door: Door) -> Backend {
+        Backend { door, ..self }
+    }
+
     /// A fresh, empty database of this kind: its URL and, for SQLite, the directory that
     /// holds it (deleted when dropped).
     pub async fn fresh_database(self) -> (String, Option<tempfile::TempDir>) {
-        match self {
-            Backend::Postgres => (pg::fresh_database().await, None),
-            Backend::Sqlite => {
+        match self.store {
+            StoreKind::Postgres => (pg::fresh_database().await, None),
+            StoreKind::Sqlite => {
                 // A test cannot run without somewhere to put its database.
                 let dir = tempfile::tempdir().expect("temp dir");
                 let url = format!("sqlite://{}/claimd.db", dir.path().display());
@@ -44,6 +73,9 @@ impl Backend {
 pub struct TestApp {
     /// Where it listens.
     pub addr: SocketAddr,
+    /// Where the test's clients connect: `addr`, or the [`Translator`] in front of it when
+    /// the test goes through a Connect door.
+    pub client_addr: SocketAddr,
     /// Where the plaintext health-only listener is, if the configuration asked for one.
     pub health_addr: Option<SocketAddr>,
     /// Where Prometheus `/metrics` is served (port 0 unless the test turned metrics off).
@@ -63,6 +95,7 @@ pub struct TestApp {
     pub(super) shutdown: Option<oneshot::Sender<()>>,
     pub(super) handle: Option<JoinHandle<anyhow::Result<()>>>,
     pub(super) _dir: Option<tempfile::TempDir>,
+    pub(super) _translator: Option<Translator>,
 }
 
 /// The configuration `claimd --database-url URL` parses to (so every default is the real
@@ -123,7 +156,7 @@ impl TestApp {
 
     /// A second client, e.g. for another concurrent caller.
     pub async fn new_client(&self) -> ClaimServiceClient<Channel> {
-        connect(self.addr).await
+        connect(self.client_addr).await
     }
 
     /// A store on the same database, clock and seal keys, to seed or inspect rows directly (e.g. for

@@ -3,7 +3,8 @@
 //! ClaimService calls as the decision, holder and fencing tests write them
 //! ([`receipt_ops`]), the real binary as a child process ([`process`]), certificates made at
 //! test time ([`certs`]), the stored sealed columns ([`raw`]), dead letters through List
-//! ([`dead_letters`]), deliberately slow writes ([`blocker`]), health checks ([`probe`]),
+//! ([`dead_letters`]), the Connect doors the suite also runs through ([`door`]),
+//! deliberately slow writes ([`blocker`]), health checks ([`probe`]),
 //! README.md's commands ([`readme`]). The `metrics` and `secrets` binaries include this
 //! module too and use only parts of it.
 #![allow(dead_code)]
@@ -12,6 +13,7 @@ pub mod app;
 pub mod blocker;
 pub mod certs;
 pub mod dead_letters;
+pub mod door;
 pub mod pg;
 pub mod pgbouncer;
 pub mod probe;
@@ -42,6 +44,41 @@ macro_rules! conformance {
                     super::$name($crate::common::app::Backend::Sqlite).await
                 }
             )+
+        }
+    };
+}
+
+/// [`conformance!`], and the same tests again through both Connect encodings over HTTP/1.1
+/// (`connect_json::{postgres, sqlite}::name`, `connect_proto::…`): the suite's gRPC client
+/// goes through a [`door::Translator`], so each test's expectations hold unchanged.
+macro_rules! conformance_every_door {
+    ($($name:ident),+ $(,)?) => {
+        conformance!($($name),+);
+        conformance_every_door!(@door connect_json, ConnectJson, $($name),+);
+        conformance_every_door!(@door connect_proto, ConnectProto, $($name),+);
+    };
+    (@door $module:ident, $door:ident, $($name:ident),+) => {
+        mod $module {
+            use $crate::common::app::Backend;
+            use $crate::common::door::Door;
+            mod postgres {
+                $(
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    async fn $name() {
+                        super::super::$name(super::Backend::Postgres.through(super::Door::$door))
+                            .await
+                    }
+                )+
+            }
+            mod sqlite {
+                $(
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    async fn $name() {
+                        super::super::$name(super::Backend::Sqlite.through(super::Door::$door))
+                            .await
+                    }
+                )+
+            }
         }
     };
 }

@@ -3,6 +3,7 @@
 //! differs from the test default, then [`TestAppBuilder::spawn`].
 
 use super::app::{Backend, TestApp, connect};
+use super::door::Door;
 use claimd::config::Config;
 use claimd::pb::claim_service_client::ClaimServiceClient;
 use claimd::server::Application;
@@ -63,9 +64,12 @@ impl<'a> TestAppBuilder<'a> {
 
     /// Starts the server on its own task and connects a client; panics if it cannot start.
     pub async fn spawn(self) -> TestApp {
-        let (database_url, dir) = match self.database {
-            Database::Fresh(backend) => backend.fresh_database().await,
-            Database::Existing(url) => (url, None),
+        let (database_url, dir, door) = match self.database {
+            Database::Fresh(backend) => {
+                let (url, dir) = backend.fresh_database().await;
+                (url, dir, backend.door)
+            }
+            Database::Existing(url) => (url, None, Door::Grpc),
         };
         let mut config = super::app::test_config(&database_url);
         config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
@@ -89,15 +93,17 @@ impl<'a> TestAppBuilder<'a> {
         }));
         // Over TLS the plaintext client cannot connect; it is created unconnected (and fails
         // when used): TLS tests make their own with `tls_channel`.
+        let (client_addr, translator) = door.in_front_of(addr).await;
         let client = if tls {
             // `http://` and a socket address always make a valid URI.
             let endpoint = Channel::from_shared(format!("http://{addr}")).expect("a valid URI");
             ClaimServiceClient::new(endpoint.connect_lazy())
         } else {
-            connect(addr).await
+            connect(client_addr).await
         };
         TestApp {
             addr,
+            client_addr,
             health_addr,
             metrics_addr,
             janitor,
@@ -109,6 +115,7 @@ impl<'a> TestAppBuilder<'a> {
             shutdown: Some(tx),
             handle: Some(handle),
             _dir: dir,
+            _translator: translator,
         }
     }
 }

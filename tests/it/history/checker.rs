@@ -21,6 +21,8 @@ pub struct Verdict {
     pub acknowledged: usize,
     /// Calls that may or may not have happened.
     pub unknown: usize,
+    /// Of those, the ones claimd answered UNAVAILABLE (rather than the caller giving up).
+    pub unavailable: usize,
     /// CLAIMED answers.
     pub claimed: usize,
     /// Every broken invariant, one line each, naming the rule and the key.
@@ -56,6 +58,10 @@ pub fn check(history: &[Op], finals: &HashMap<String, Final>) -> Verdict {
         unknown: history
             .iter()
             .filter(|o| matches!(o.outcome, Outcome::Unknown(_)))
+            .count(),
+        unavailable: history
+            .iter()
+            .filter(|o| matches!(o.outcome, Outcome::Unknown(tonic::Code::Unavailable)))
             .count(),
         claimed: history
             .iter()
