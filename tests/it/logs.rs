@@ -1,7 +1,8 @@
 //! JSON logs through the real binary (`--log-format json`): every line is a JSON object,
 //! every ClaimService call leaves one `rpc finished` line whose span carries the method,
 //! namespace, decision and latency, redeliveries of an event in flight warn at most once a
-//! minute per namespace, and no token or payload is logged — on both stores.
+//! minute per namespace, and no token or payload is logged — on both stores, and through
+//! both Connect encodings.
 
 use crate::common::app::{Backend, connect, secs};
 use crate::common::process::{Claimd, claimd, free_addr};
@@ -42,7 +43,8 @@ async fn json_lines_carry_one_rpc_record_per_call(backend: Backend) {
         .env("CLAIMD_SEAL_KEYS", crate::common::raw::TEST_SEAL_KEY)
         .env("RUST_LOG", "info,claimd::rpc=debug");
     let server = Claimd::start(cmd, addr).await;
-    let mut client = connect(addr).await;
+    let (client_addr, _translator) = backend.door.in_front_of(addr).await;
+    let mut client = connect(client_addr).await;
     let first = client.claim(claim("evt-log-1", 0)).await.expect("claimed");
     let token = first.into_inner().claim_token;
     // Two redeliveries of the event in flight: one warning, the second held back.
@@ -127,4 +129,4 @@ async fn json_lines_carry_one_rpc_record_per_call(backend: Backend) {
     }
 }
 
-conformance!(json_lines_carry_one_rpc_record_per_call);
+conformance_every_door!(json_lines_carry_one_rpc_record_per_call);
