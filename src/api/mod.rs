@@ -13,7 +13,7 @@ pub use validate::{DEFAULT_MAX_BLOB, MAX_RECEIPT_BYTES, MAX_REQUEST_BYTES, max_r
 pub use wait::{MAX_WAIT, Waits};
 
 use crate::auth::Principal;
-use crate::domain::{Action, ClaimInput, Decision, PolicyHandle, ReceiptKey};
+use crate::domain::{Action, ClaimInput, PolicyHandle, ReceiptKey};
 use crate::pb::{self, claim_service_server::ClaimService};
 use crate::store::{OrphanQuery, Store};
 use crate::telemetry::{ClaimTelemetry, DEFAULT_NAMESPACE_LIMIT, NamespaceLabels, note_namespace};
@@ -135,13 +135,11 @@ impl ClaimService for ClaimsApi {
             new_token: Uuid::new_v4(),
         };
         let wait = validate::wait(req.wait)?;
-        let mut outcome = self.store.claim(&tenant, &input, policy).await?;
-        if let Some(wait) = wait.filter(|_| outcome.decision == Decision::InFlight) {
-            let (store, waits) = (&*self.store, &self.waits);
-            outcome = waits
-                .claim(store, &tenant, &input, policy, outcome, wait)
-                .await?;
-        }
+        let store = &*self.store;
+        let outcome = self
+            .waits
+            .claim(store, &tenant, &input, policy, wait)
+            .await?;
         let namespace = &outcome.receipt.id.namespace;
         let (decision, attempt) = (outcome.decision, req.delivery_attempt);
         self.telemetry.claim_decided(namespace, decision, attempt);

@@ -44,43 +44,49 @@ impl Waits {
         }
     }
 
-    /// Claims for `input`, waiting up to `wait` (already validated) while the answer is
-    /// IN_FLIGHT; `first` is the answer the call already has.
+    /// Claims for `input` and, when the answer is IN_FLIGHT, waits up to `wait` (already
+    /// validated) for another. The receipt is watched before the first read, so a settle
+    /// that commits right after it still wakes the call, and the first answer is not read
+    /// twice.
     pub async fn claim(
         &self,
         store: &dyn Store,
         tenant: &str,
         input: &ClaimInput,
         policy: &Policy,
-        first: ClaimOutcome,
-        wait: Duration,
+        wait: Option<Duration>,
     ) -> Result<ClaimOutcome, StoreError> {
-        let Some(end) = wait_end(wait) else {
-            return Ok(first);
+        let Some(end) = wait.and_then(wait_end) else {
+            return store.claim(tenant, input, policy).await;
         };
-        let Ok(_room) = self.room.try_acquire() else {
-            Ended::Full.count();
-            return Ok(first);
-        };
-        if self.drain.draining() {
-            Ended::Drained.count();
+        let room = self.room.try_acquire().ok();
+        if room.is_none() || self.drain.draining() {
+            let first = store.claim(tenant, input, policy).await?;
+            if first.decision == Decision::InFlight {
+                let how = if room.is_none() {
+                    Ended::Full
+                } else {
+                    Ended::Drained
+                };
+                how.count();
+            }
             return Ok(first);
         }
-        let mut waiting = Waiting::start();
         let watch = store.settles().watch(tenant, &input.id);
-        let mut last = first;
+        let mut waiting: Option<Waiting> = None;
+        let mut lease = None;
         let mut pause = FIRST_PAUSE;
         loop {
             let mut woken = pin!(watch.notified());
             // Enabled before the read, so a settle that commits after it still wakes us.
             woken.as_mut().enable();
-            let before = last.receipt.lease_expires_at;
-            last = match store.claim(tenant, input, policy).await {
+            let before = lease;
+            let last = match store.claim(tenant, input, policy).await {
                 Ok(outcome) => outcome,
-                // The database is briefly away (a connection just cut, say): read again
-                // while the wait lasts, and fail only if it is still away at the end.
+                // The database is briefly away (a connection just cut, say): once waiting,
+                // read again while the wait lasts, and fail only if it is still away then.
                 Err(StoreError::Unavailable(_) | StoreError::Storage(_))
-                    if Instant::now() + pause < end =>
+                    if waiting.is_some() && Instant::now() + pause < end =>
                 {
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(LAST_PAUSE);
@@ -89,12 +95,15 @@ impl Waits {
                 Err(e) => return Err(e),
             };
             if last.decision != Decision::InFlight {
-                waiting.end(match last.decision {
-                    Decision::Claimed => Ended::Claimed,
-                    _ => Ended::Settled,
-                });
+                if let Some(waiting) = &mut waiting {
+                    waiting.end(match last.decision {
+                        Decision::Claimed => Ended::Claimed,
+                        _ => Ended::Settled,
+                    });
+                }
                 return Ok(last);
             }
+            let waiting = waiting.get_or_insert_with(Waiting::start);
             let now = Instant::now();
             if now >= end {
                 waiting.end(Ended::TimedOut);
@@ -102,12 +111,12 @@ impl Waits {
             }
             // Until the holder's lease ends, on the store's clock as far as this process
             // can tell; a little longer each time the end came and the lease did not.
-            let lease = last.receipt.lease_expires_at;
+            lease = last.receipt.lease_expires_at;
             let left = lease
                 .map(|l| l - store.clock_estimate())
                 .and_then(|d| d.to_std().ok())
                 .unwrap_or_default();
-            pause = if lease == before && left.is_zero() {
+            pause = if before.is_some() && lease == before && left.is_zero() {
                 (pause * 2).min(LAST_PAUSE)
             } else {
                 FIRST_PAUSE

@@ -478,7 +478,7 @@ async fn check(
                     let (t, row) = (tenant(who), id(key));
                     let wait = std::time::Duration::from_secs(20);
                     let (waited, settled) = tokio::join!(
-                        waiter.claim(store, &t, &input, &policy, first, wait),
+                        waiter.claim(store, &t, &input, &policy, Some(wait)),
                         store.act(&t, &row, token, &action, &policy),
                     );
                     let settled = settled.map_err(fail)?;
