@@ -10,17 +10,6 @@ use http_body_util::Full;
 use tonic::Code;
 use tonic::body::Body;
 
-/// `google.rpc.Status`, as `grpc-status-details-bin` carries it.
-#[derive(Clone, PartialEq, prost::Message)]
-struct RpcStatus {
-    #[prost(int32, tag = "1")]
-    code: i32,
-    #[prost(string, tag = "2")]
-    message: String,
-    #[prost(message, repeated, tag = "3")]
-    details: Vec<prost_types::Any>,
-}
-
 /// One Connect error, ready to answer.
 #[derive(Debug)]
 pub struct ConnectError {
@@ -43,7 +32,7 @@ impl ConnectError {
     /// The error a gRPC status means, its details carried over.
     pub fn from_status(status: &tonic::Status) -> ConnectError {
         let mut e = ConnectError::new(status.code(), status.message());
-        if let Ok(rpc) = <RpcStatus as prost::Message>::decode(status.details()) {
+        if let Ok(rpc) = <tonic_types::pb::Status as prost::Message>::decode(status.details()) {
             for any in rpc.details {
                 let name = any
                     .type_url

@@ -296,23 +296,12 @@ fn error(http: StatusCode, content_type: &str, body: &[u8]) -> tonic::Status {
     if details.is_empty() {
         return tonic::Status::new(code, message);
     }
-    let status = RpcStatus {
+    let status = tonic_types::pb::Status {
         code: code as i32,
         message: message.clone(),
         details,
     };
     tonic::Status::with_details(code, message, status.encode_to_vec().into())
-}
-
-/// `google.rpc.Status`, as `grpc-status-details-bin` carries it.
-#[derive(Clone, PartialEq, prost::Message)]
-struct RpcStatus {
-    #[prost(int32, tag = "1")]
-    code: i32,
-    #[prost(string, tag = "2")]
-    message: String,
-    #[prost(message, repeated, tag = "3")]
-    details: Vec<prost_types::Any>,
 }
 
 /// The gRPC code of a Connect code name (connectrpc.com/docs/protocol, "Error Codes").
