@@ -3,12 +3,14 @@
 //! it, on one claimd and on two replicas of one PostgreSQL database ([`express`]), every
 //! grpcurl command of the README ([`readme`]), `buf lint` of the proto ([`buf`]), and the
 //! installable packages, `clients/python` ([`clients_python`]) and `clients/node`
-//! ([`clients_node`]). Their tools come from the package registries on first run
+//! ([`clients_node`]), and the HTTP door through Connect's own JavaScript runtime
+//! ([`connect_es`]). Their tools come from the package registries on first run
 //! ([`tools`]).
 
 mod buf;
 mod clients_node;
 mod clients_python;
+mod connect_es;
 mod express;
 mod node;
 mod python;
