@@ -5,7 +5,9 @@
 //! a broken pipe instead of the answer. An HTTP/1.1 client that sent `Expect:
 //! 100-continue` is answered at once from its `Content-Length`, and never sends the body
 //! (over HTTP/2 the stream is simply read: an answer before the body there left curl with
-//! an empty reply).
+//! an empty reply). A compressed body (`Content-Encoding` other than `identity`) is
+//! `unimplemented`, as Connect asks of a server without that compression: claimd compresses
+//! nothing, on any of its protocols.
 
 use super::codes::ConnectError;
 use crate::api::MAX_REQUEST_BYTES;
@@ -48,6 +50,13 @@ pub async fn read(head: &http::request::Parts, mut body: Body) -> Result<Bytes, 
     }
     if seen > MAX_REQUEST_BYTES {
         return Err(ConnectError::too_large());
+    }
+    if let Some(encoding) = headers
+        .get(header::CONTENT_ENCODING)
+        .filter(|e| !e.as_bytes().eq_ignore_ascii_case(b"identity"))
+    {
+        let name = encoding.to_str().unwrap_or("?");
+        return Err(ConnectError::unsupported_encoding(name));
     }
     Ok(kept.freeze())
 }

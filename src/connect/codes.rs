@@ -57,6 +57,15 @@ impl ConnectError {
         )
     }
 
+    /// A request body compressed with `encoding`, which claimd does not decompress.
+    pub fn unsupported_encoding(encoding: &str) -> ConnectError {
+        let shown: String = encoding.chars().take(32).collect();
+        ConnectError::new(
+            Code::Unimplemented,
+            format!("Content-Encoding {shown} is not supported: send the body uncompressed"),
+        )
+    }
+
     /// A request body that broke off before its end.
     pub fn unreadable() -> ConnectError {
         ConnectError::new(

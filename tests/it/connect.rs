@@ -27,6 +27,11 @@ impl Answer {
     }
 }
 
+/// A valid Claim body (what matters is that it would be written if it were accepted).
+fn body_of_a_claim() -> &'static [u8] {
+    br#"{"namespace":"a","key":"compressed"}"#
+}
+
 /// The field the `google.rpc.BadRequest` detail of a Connect error names, if it has one.
 fn violated_field(answer: &Answer) -> Option<String> {
     use base64::Engine as _;
@@ -299,6 +304,26 @@ async fn bad_input_gets_connects_error_and_its_http_status_and_writes_nothing(ba
             "the value came back: {message}"
         );
     }
+    // A compressed body: claimd decompresses nothing, so the compression is unimplemented.
+    let gzip = [("Content-Encoding", "gzip")];
+    let compressed = post(addr, "Claim", "application/json", &gzip, body_of_a_claim()).await;
+    assert_eq!(compressed.status, 501);
+    assert_eq!(compressed.json()["code"], "unimplemented");
+    let message = compressed.json()["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(message.contains("gzip"), "{message}");
+    let identity = [("Content-Encoding", "identity")];
+    let plain = post(
+        addr,
+        "Claim",
+        "application/json",
+        &identity,
+        br#"{"key":""}"#,
+    )
+    .await;
+    assert_eq!(violated_field(&plain).as_deref(), Some("namespace"));
     // Another content type; a bad timeout.
     let plain = post(addr, "Claim", "text/plain", &[], b"hi").await;
     assert_eq!(plain.status, 415);
