@@ -65,7 +65,7 @@ pub struct DeadlineService<S> {
 }
 
 /// Parses `grpc-timeout` (`<digits><unit>`, units H M S m u n).
-fn grpc_timeout(value: &[u8]) -> Option<Duration> {
+pub fn grpc_timeout(value: &[u8]) -> Option<Duration> {
     let (digits, unit) = value.split_at(value.len().checked_sub(1)?);
     let n: u64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
     Some(match unit {

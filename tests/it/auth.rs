@@ -6,23 +6,8 @@ use crate::common::app::{Backend, TestApp, decision};
 use crate::common::process::{Claimd, claimd, free_addr};
 use claimd::auth::generate_key;
 use claimd::pb::{self, ClaimRequest, CompleteRequest, Decision, GetRequest, ListOrphanedRequest};
-use claimd::store::keys::NewApiKey;
 use std::time::{Duration, Instant};
 use tonic::{Code, Request};
-
-/// Creates a key for `tenant` (optionally limited to `namespaces`) and returns it.
-async fn key_for(app: &TestApp, tenant: &str, namespaces: Option<&[&str]>) -> (String, String) {
-    let generated = generate_key();
-    let new = NewApiKey {
-        id: generated.id.clone(),
-        tenant: tenant.to_owned(),
-        secret_hash: generated.secret_hash,
-        label: Some("test".into()),
-        namespaces: namespaces.map(|n| n.iter().map(|s| s.to_string()).collect()),
-    };
-    app.store().await.create_key(&new).await.unwrap();
-    (generated.id, generated.key)
-}
 
 fn with_key<T>(message: T, key: &str) -> Request<T> {
     let mut request = Request::new(message);
@@ -51,8 +36,8 @@ async fn keyed_app(backend: Backend) -> TestApp {
 
 async fn tenants_never_see_each_others_receipts(backend: Backend) {
     let app = keyed_app(backend).await;
-    let (_, acme) = key_for(&app, "acme", None).await;
-    let (_, globex) = key_for(&app, "globex", None).await;
+    let (_, acme) = app.create_key("acme", None).await;
+    let (_, globex) = app.create_key("globex", None).await;
     let mut client = app.new_client().await;
 
     let a = client
@@ -140,7 +125,7 @@ async fn calls_without_a_valid_key_are_refused_once_keys_exist(backend: Backend)
         decision(&app.claim("hooks", "before", b"fp").await),
         Decision::Claimed
     );
-    let (id, key) = key_for(&app, "acme", None).await;
+    let (id, key) = app.create_key("acme", None).await;
     let mut client = app.new_client().await;
     let code = |r: Result<tonic::Response<pb::ClaimResponse>, tonic::Status>| r.unwrap_err().code();
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -220,7 +205,7 @@ async fn calls_without_a_valid_key_are_refused_once_keys_exist(backend: Backend)
 
 async fn a_key_limited_to_namespaces_is_denied_elsewhere(backend: Backend) {
     let app = keyed_app(backend).await;
-    let (_, key) = key_for(&app, "acme", Some(&["stripe", "slack"])).await;
+    let (_, key) = app.create_key("acme", Some(&["stripe", "slack"])).await;
     let mut client = app.new_client().await;
     client
         .claim(with_key(claim("stripe", "evt"), &key))

@@ -339,31 +339,19 @@ async fn bad_input_gets_connects_error_and_its_http_status_and_writes_nothing(ba
 
 async fn connect_calls_need_the_api_key_like_grpc_calls(backend: Backend) {
     let app = TestApp::builder().backend(backend).spawn().await;
-    let generated = claimd::auth::generate_key();
-    let key = claimd::store::keys::NewApiKey {
-        id: generated.id.clone(),
-        tenant: "t1".into(),
-        secret_hash: generated.secret_hash.clone(),
-        label: None,
-        namespaces: None,
-    };
-    app.store()
-        .await
-        .create_key(&key)
-        .await
-        .expect("key created");
+    let (_, key) = app.create_key("t1", None).await;
     let body = br#"{"namespace":"a","key":"k"}"#;
     let anonymous = post(app.addr, "Claim", "application/json", &[], body).await;
     assert_eq!(
         (anonymous.status, anonymous.json()["code"].clone()),
         (401, json!("unauthenticated"))
     );
-    let bearer = format!("Bearer {}", generated.key);
+    let bearer = format!("Bearer {key}");
     let keyed = [("Authorization", bearer.as_str())];
     let answer = post(app.addr, "Claim", "application/json", &keyed, body).await;
     assert_eq!(answer.status, 200);
     assert_eq!(answer.json()["decision"], "DECISION_CLAIMED");
-    assert!(!String::from_utf8_lossy(&anonymous.body).contains(&generated.key));
+    assert!(!String::from_utf8_lossy(&anonymous.body).contains(&key));
 }
 
 async fn a_grpc_web_call_is_answered_in_grpc_web_framing(backend: Backend) {

@@ -68,21 +68,9 @@ async fn connect_calls_work_over_tls_in_http1_and_http2_with_the_api_key(backend
         .configure(|c: &mut Config| pki.serve_tls(c, false))
         .spawn()
         .await;
-    let generated = claimd::auth::generate_key();
-    let new = claimd::store::keys::NewApiKey {
-        id: generated.id.clone(),
-        tenant: "acme".into(),
-        secret_hash: generated.secret_hash.clone(),
-        label: None,
-        namespaces: None,
-    };
-    app.store()
-        .await
-        .create_key(&new)
-        .await
-        .expect("key created");
+    let (_, key) = app.create_key("acme", None).await;
     let ca = pki.ca.display().to_string();
-    let bearer = format!("Authorization: Bearer {}", generated.key);
+    let bearer = format!("Authorization: Bearer {key}");
     for (version, flag) in [("1.1", "--http1.1"), ("2", "--http2")] {
         let key = format!("tls-{version}");
         let args = |with_key: bool| {

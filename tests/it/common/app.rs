@@ -173,6 +173,23 @@ impl TestApp {
             .expect("store opens")
     }
 
+    /// Creates an API key for `tenant` (limited to `namespaces` if given) in the test's
+    /// database; returns its id and the key a caller sends.
+    pub async fn create_key(&self, tenant: &str, namespaces: Option<&[&str]>) -> (String, String) {
+        let generated = claimd::auth::generate_key();
+        let new = claimd::store::keys::NewApiKey {
+            id: generated.id.clone(),
+            tenant: tenant.to_owned(),
+            secret_hash: generated.secret_hash,
+            label: Some("test".into()),
+            namespaces: namespaces.map(|n| n.iter().map(|s| s.to_string()).collect()),
+        };
+        // The test's own database takes a new key.
+        let store = self.store().await;
+        store.create_key(&new).await.expect("key created");
+        (generated.id, generated.key)
+    }
+
     /// Claims `key` in `namespace` with fingerprint `fp` and a 30 s lease.
     pub async fn claim(&self, namespace: &str, key: &str, fp: &[u8]) -> ClaimResponse {
         let request = ClaimRequest {

@@ -228,28 +228,14 @@ fn carry_headers(grpc: &HeaderMap, connect: &mut HeaderMap) -> Result<(), tonic:
         }
     }
     if let Some(timeout) = grpc.get("grpc-timeout") {
-        let ms = timeout_ms(timeout.to_str().unwrap_or_default()).ok_or_else(|| {
+        let timeout = claimd::deadline::grpc_timeout(timeout.as_bytes()).ok_or_else(|| {
             tonic::Status::internal(format!("translator: grpc-timeout {timeout:?}"))
         })?;
-        connect.insert("connect-timeout-ms", HeaderValue::from(ms));
+        // Whole milliseconds, rounded up: never a shorter deadline than the client's.
+        let ms = timeout.as_nanos().div_ceil(1_000_000);
+        connect.insert("connect-timeout-ms", HeaderValue::from(ms as u64));
     }
     Ok(())
-}
-
-/// `grpc-timeout` (an integer and a unit, H M S m u n) in whole milliseconds, rounded up.
-fn timeout_ms(value: &str) -> Option<u64> {
-    let (number, unit) = value.split_at(value.len().checked_sub(1)?);
-    let number: u64 = number.parse().ok()?;
-    let nanos_per_unit: u64 = match unit {
-        "H" => 3_600_000_000_000,
-        "M" => 60_000_000_000,
-        "S" => 1_000_000_000,
-        "m" => 1_000_000,
-        "u" => 1_000,
-        "n" => 1,
-        _ => return None,
-    };
-    Some((number.saturating_mul(nanos_per_unit)).div_ceil(1_000_000))
 }
 
 fn header(headers: &HeaderMap, name: &str) -> String {
