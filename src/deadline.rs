@@ -64,9 +64,20 @@ pub struct DeadlineService<S> {
     inner: S,
 }
 
-/// Parses `grpc-timeout` (`<digits><unit>`, units H M S m u n).
+/// The most digits a `grpc-timeout` value has (the gRPC over HTTP/2 spec: "at most 8").
+const MAX_DIGITS: usize = 8;
+
+/// The longest deadline claimd arms: past it a call is as good as without one, and an
+/// `Instant` that far ahead cannot overflow.
+const LONGEST: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+
+/// Parses `grpc-timeout` (`<digits><unit>`, at most 8 ASCII digits, units H M S m u n).
+/// Anything else is no timeout, as tonic's own parser treats it.
 pub fn grpc_timeout(value: &[u8]) -> Option<Duration> {
     let (digits, unit) = value.split_at(value.len().checked_sub(1)?);
+    if digits.is_empty() || digits.len() > MAX_DIGITS || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
     let n: u64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
     Some(match unit {
         b"H" => Duration::from_secs(n.saturating_mul(3600)),
@@ -104,7 +115,7 @@ where
         let Some(timeout) = timeout else {
             return Box::pin(call);
         };
-        let due = Instant::now() + timeout.saturating_sub(MARGIN);
+        let due = Instant::now() + timeout.saturating_sub(MARGIN).min(LONGEST);
         Box::pin(async move {
             match tokio::time::timeout_at(due, DUE.scope(due, call)).await {
                 Ok(response) => response,
@@ -124,8 +135,17 @@ mod tests {
         assert_eq!(grpc_timeout(b"3S"), Some(Duration::from_secs(3)));
         assert_eq!(grpc_timeout(b"2M"), Some(Duration::from_secs(120)));
         assert_eq!(grpc_timeout(b"10u"), Some(Duration::from_micros(10)));
-        for bad in [&b""[..], b"m", b"12", b"1x", b"-1S"] {
+        assert_eq!(
+            grpc_timeout(b"99999999H"),
+            Some(Duration::from_secs(99_999_999 * 3600))
+        );
+        for bad in [&b""[..], b"m", b"12", b"1x", b"-1S", b"+1S", b"123456789m"] {
             assert_eq!(grpc_timeout(bad), None);
         }
+        assert_eq!(
+            grpc_timeout(b"9300000000000000000S"),
+            None,
+            "more than 8 digits"
+        );
     }
 }

@@ -93,6 +93,15 @@ pub fn decide_claim(
     match r.state {
         State::Completed => return read(Decision::Completed),
         State::Quarantined => return read(Decision::Quarantined),
+        // Held on this call's own token: an earlier write of this same call landed though
+        // its answer was lost (a waiting Claim that claims again, a batch re-run). The
+        // token was minted for this call alone, so the lease is the caller's.
+        State::Processing
+            if r.claim_token == Some(input.new_token)
+                && r.lease_expires_at.is_some_and(|t| t > now) =>
+        {
+            return read(Decision::Claimed);
+        }
         State::Processing if r.lease_expires_at.is_some_and(|t| t > now) => {
             return read(Decision::InFlight);
         }
@@ -153,6 +162,24 @@ mod tests {
 
     fn claimed_at(now: Timestamp) -> Receipt {
         decide_claim(None, &input(b"fp"), now, &Policy::default()).receipt
+    }
+
+    #[test]
+    fn a_claim_that_finds_its_own_token_on_a_live_lease_is_claimed_without_a_write() {
+        let i = input(b"fp");
+        let mine = decide_claim(None, &i, t(0), &Policy::default()).receipt;
+        let again = decide_claim(Some(&mine), &i, t(10), &Policy::default());
+        assert_eq!(again.decision, Decision::Claimed);
+        assert_eq!(again.write, Write::None);
+        assert_eq!(again.receipt, mine, "the lease as the landed write made it");
+        let other = decide_claim(Some(&mine), &input(b"fp"), t(10), &Policy::default());
+        assert_eq!(other.decision, Decision::InFlight, "another call's token");
+        let expired = decide_claim(Some(&mine), &i, t(31), &Policy::default());
+        assert_eq!(expired.decision, Decision::Claimed);
+        assert_eq!(
+            expired.receipt.attempt, 2,
+            "an ended lease is taken over as usual"
+        );
     }
 
     #[test]

@@ -96,6 +96,8 @@ pub struct Job {
     known: Known,
     races: usize,
     landed: Option<Landed>,
+    /// Whether the job already ran alone after a failed batch (it does at most once).
+    alone: bool,
 }
 
 impl Job {
@@ -124,6 +126,7 @@ impl Job {
             known,
             races: 0,
             landed: None,
+            alone: false,
         }
     }
 
@@ -182,8 +185,9 @@ fn decide(sealer: &Sealer, job: &Job) -> Step {
         Step::Write(w, claim)
     };
     let before = current.as_ref().map(|(r, _)| r);
-    if let (Some(landed), Known::Read(..), Some(row)) = (&job.landed, &job.known, before)
-        && landed.made(row)
+    if let (Some(landed), Known::Read(..), Some((row, blobs))) =
+        (&job.landed, &job.known, current.as_ref())
+        && landed.made(blobs)
     {
         return Step::Done(Ok(landed.answer(row)));
     }
@@ -332,6 +336,14 @@ pub async fn run<D: Driver>(driver: &D, recent: &Recent, mut jobs: Vec<Job>) {
                         job.races += 1;
                         if job.races >= MAX_RACES {
                             job.answer(Err(StoreError::Contended));
+                            continue;
+                        }
+                        // Found as it was decided from: the row changed after the
+                        // statement's snapshot (a write that committed while this one
+                        // waited for its lock), so read it as committed now.
+                        if w.found_as_expected(row.as_deref()) {
+                            job.known = Known::Unread;
+                            again.push(job);
                             continue;
                         }
                         match known(sealer, &job, now, row.map(|r| *r)) {

@@ -13,7 +13,7 @@ macro_rules! columns {
     () => {
         "namespace, key, state, attempt, free_attempts, fingerprint, claim_token, \
          lease_expires_at, next_attempt_at, created_at, updated_at, completed_at, last_error, \
-         checkpoint, response, recovery_payload, response_pruned_at, life_id"
+         checkpoint, response, recovery_payload, response_pruned_at, life_id, write_id"
     };
 }
 pub(crate) use columns;
@@ -63,6 +63,7 @@ pub(crate) struct ReceiptRow<N, T> {
     recovery_payload: Option<Vec<u8>>,
     response_pruned_at: Option<T>,
     life_id: Option<Vec<u8>>,
+    write_id: Option<Uuid>,
 }
 
 impl<N: TryInto<u32>, T: StoredTime> ReceiptRow<N, T> {
@@ -81,6 +82,7 @@ impl<N: TryInto<u32>, T: StoredTime> ReceiptRow<N, T> {
             response: row.response,
             recovery_payload: row.recovery_payload,
             life_id: row.life_id,
+            write_id: row.write_id,
         };
         let receipt = Receipt {
             id: ReceiptKey {

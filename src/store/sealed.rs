@@ -26,6 +26,10 @@ pub struct StoredBlobs {
     pub recovery_payload: Option<Vec<u8>>,
     /// `life_id`: which life of the key the row is; `None` for a row from before lifetimes.
     pub life_id: Option<Vec<u8>>,
+    /// `write_id`: which write made the row as it is, a UUID minted for each write
+    /// (`RowWrite::id`), so a write whose answer was lost knows the row for its own
+    /// (docs/DESIGN.md §4.2.1); `None` for a row last written before write ids.
+    pub write_id: Option<uuid::Uuid>,
 }
 
 /// The binding of `tenant`'s row `namespace`/`key` in the life `life`.

@@ -125,6 +125,7 @@ impl Sealed {
             response: pick(&self.response, &stored.response),
             recovery_payload: pick(&self.recovery_payload, &stored.recovery_payload),
             life_id: stored.life_id.clone(),
+            write_id: stored.write_id,
         }
     }
 
@@ -162,6 +163,9 @@ pub struct RowWrite {
     pub stored: StoredBlobs,
     /// When the caller's answer is due: a write that would land after it is not made.
     pub due: Option<Instant>,
+    /// This write's id, minted for it and written in the row's `write_id` (also in
+    /// `stored`): the row holds it exactly while this write is the last one made.
+    pub id: Uuid,
 }
 
 impl RowWrite {
@@ -178,9 +182,11 @@ impl RowWrite {
         before: Option<&Receipt>,
         next: Receipt,
         decided_at: Timestamp,
-        (sealed, stored): (Sealed, StoredBlobs),
+        (sealed, mut stored): (Sealed, StoredBlobs),
         due: Option<Instant>,
     ) -> RowWrite {
+        let id = Uuid::new_v4();
+        stored.write_id = Some(id);
         let stamp = |field: fn(&Receipt) -> Option<Timestamp>| {
             Stamp::of(before.map(field), field(&next), decided_at)
         };
@@ -194,12 +200,31 @@ impl RowWrite {
             sealed,
             stored,
             due,
+            id,
         }
     }
 
     /// Whether the write inserts a row.
     pub fn inserts(&self) -> bool {
         matches!(self.expect, Expect::Absent(_))
+    }
+
+    /// Whether `found`, the row a write that was not made reports, is still the row it
+    /// expected (absent for an insert; at the version for an update): then what stopped it
+    /// committed after the statement's snapshot, and the row must be read again to be
+    /// known (docs/DESIGN.md §4.2).
+    pub fn found_as_expected(&self, found: Option<&super::driver::Row>) -> bool {
+        match (&self.expect, found) {
+            (Expect::Absent(_), None) => true,
+            (Expect::Row(v), Some((r, b))) => {
+                Version::of(r, b)
+                    == Version {
+                        sealed: None,
+                        ..v.clone()
+                    }
+            }
+            _ => false,
+        }
     }
 
     /// The receipt as written, when the write's clock read `now`.

@@ -67,3 +67,40 @@ async fn a_call_past_its_deadline_is_deadline_exceeded_and_changes_nothing(backe
 }
 
 conformance!(a_call_past_its_deadline_is_deadline_exceeded_and_changes_nothing);
+
+/// A `grpc-timeout` of more digits than the spec's 8 (here 19, whose seconds overflow any
+/// clock) is no deadline, as tonic treats it: the call is answered, and a valid 8-digit
+/// value of hours (11,000 years) is armed without overflowing either. Sent without an API
+/// key on a server that has keys: the header is read before authentication, so a caller
+/// without a key could once panic the request task.
+#[tokio::test]
+async fn a_grpc_timeout_of_too_many_digits_is_no_deadline_and_panics_nothing() {
+    use crate::limits::wire::{h2_connect, message, request, status};
+    let app = TestApp::builder().spawn().await;
+    let (_, key) = app.create_key("default", None).await;
+    let (mut send, _connection) = h2_connect(app.addr).await;
+    let claim = claimd::pb::ClaimRequest {
+        namespace: "deadline".into(),
+        key: "huge".into(),
+        fingerprint: b"fp".to_vec(),
+        ..Default::default()
+    };
+    for (timeout, bearer, code) in [
+        ("9300000000000000000S", None, Code::Unauthenticated),
+        ("9300000000000000000S", Some(&key), Code::Ok),
+        ("99999999H", Some(&key), Code::Ok),
+        ("18446744073709551616n", Some(&key), Code::Ok),
+    ] {
+        let mut call = request(app.addr, "Claim");
+        call.headers_mut()
+            .insert("grpc-timeout", timeout.parse().unwrap());
+        if let Some(key) = bearer {
+            let value = format!("Bearer {key}").parse().unwrap();
+            call.headers_mut().insert("authorization", value);
+        }
+        let (response, mut stream) = send.send_request(call, false).unwrap();
+        stream.send_data(message(&claim).into(), true).unwrap();
+        assert_eq!(status(response).await, code, "grpc-timeout: {timeout}");
+    }
+    assert_eq!(app.receipt_rows().await, 1, "claimed once, then in flight");
+}

@@ -134,3 +134,66 @@ async fn postgres_claims_whose_batch_committed_but_whose_answer_was_lost_are_ans
     let open = backends(&url).await;
     assert!(open <= 12, "{open} backends: the re-runs were not bounded");
 }
+
+/// Reproduction 4: a Claim with `wait` takes the receipt over at its holder's lease end,
+/// and the answer of that takeover write is lost after it committed (the write waits on a
+/// row lock, the link is blackholed, the lock released; claimd gives the statement up).
+/// The waiter must be answered CLAIMED on the lease its own write made — it was answered
+/// IN_FLIGHT on it at the end of its wait, and the receipt stayed blocked for the lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_waiting_claim_whose_takeover_answer_was_lost_is_answered_claimed() {
+    let cluster = tokio::task::spawn_blocking(|| PrivateCluster::start_on_tcp(&[]))
+        .await
+        .expect("the private cluster starts");
+    let url = cluster.create_database().await;
+    let proxy = Proxy::start(cluster.tcp_addr()).await;
+    let app = TestApp::builder()
+        .database_url(through(&proxy, &url))
+        .configure(|c| {
+            c.store.acquire_timeout = Duration::from_secs(2);
+            c.store.batch.lanes = Some(1);
+        })
+        .spawn()
+        .await;
+    let holder = claim(
+        &app,
+        claimd::pb::ClaimRequest {
+            lease_ttl: crate::common::receipt_ops::secs(2),
+            ..claim_request("k", FP)
+        },
+    )
+    .await;
+    assert_eq!(decision(&holder), Decision::Claimed);
+
+    let mut lock = Blocker::hold(&url, "k").await;
+    let mut client = app.client.clone();
+    let waiter = tokio::spawn(async move {
+        let request = claimd::pb::ClaimRequest {
+            wait: crate::common::receipt_ops::secs(30),
+            lease_ttl: crate::common::receipt_ops::secs(60),
+            ..claim_request("k", FP)
+        };
+        client.claim(request).await.map(tonic::Response::into_inner)
+    });
+    // At the holder's lease end the waiter's takeover waits on the test's lock.
+    lock.wait_for_waiter().await;
+    proxy.blackhole();
+    lock.release().await;
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    proxy.normal();
+
+    let answer = tokio::time::timeout(Duration::from_secs(40), waiter)
+        .await
+        .expect("the waiter is answered")
+        .unwrap()
+        .expect("the waiting Claim succeeds");
+    assert_eq!(
+        decision(&answer),
+        Decision::Claimed,
+        "the waiter was answered on its own lease: {answer:?}"
+    );
+    assert_eq!(answer.receipt.as_ref().map(|r| r.attempt), Some(2));
+    complete(&app, "k", &answer.claim_token, b"ok")
+        .await
+        .expect("the waiter's token holds the lease");
+}

@@ -12,6 +12,7 @@ mod common;
 
 mod auth;
 mod auth_flood;
+mod batch_lock_waits;
 mod bench;
 mod bench_soak;
 mod cli;
@@ -40,6 +41,7 @@ mod health_listener;
 mod history;
 mod holder_actions;
 mod hostile;
+mod hot_row;
 mod janitor;
 mod janitor_lock;
 mod lanes;

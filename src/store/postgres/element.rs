@@ -121,6 +121,9 @@ pub(super) struct Element<'a> {
     /// notifies it to every claimd's waiters (`settles`, docs/DESIGN.md §2.9).
     #[serde(skip_serializing_if = "Option::is_none")]
     n_wake: Option<String>,
+    /// The write's id (`write_id`), by which a write whose answer was lost knows the row
+    /// for its own.
+    n_write: Uuid,
 }
 
 /// The element of the write statement's array for `w`, at position `idx` of the batch;
@@ -190,6 +193,7 @@ pub(super) fn element<'a>(idx: usize, w: &'a RowWrite, gap: &ClockGap) -> Elemen
         n_wake: w
             .settles()
             .then(|| Mark::of(&w.tenant, &w.next.id).to_hex()),
+        n_write: w.id,
     }
 }
 

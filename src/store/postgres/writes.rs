@@ -41,34 +41,66 @@ i AS (
          done_at timestamptz, done_after int8, mask int4, n_last_error bytea,
          n_checkpoint bytea, n_response bytea, n_payload bytea, due_in int8, v_sealed bool,
          v_last_error bytea, v_checkpoint bytea, v_response bytea, v_payload bytea,
-         due_db timestamptz, n_wake text)
+         due_db timestamptz, n_wake text, n_write uuid)
 ),"
         )
     };
 }
 
-/// The inserts: those already late are not made (`late_ins`); the rest go in primary-key
-/// order, a row that exists (or appears meanwhile) is left alone by `ON CONFLICT`, which
-/// looks in the primary key whatever the plan. (A `NOT EXISTS` here before was redundant
-/// and worse: a generic plan made while the table was small ran it as a hash anti-join
-/// over a scan of the whole table, on every insert, as the table grew.)
+/// The advisory lock class of the inserts' keys (`pg_advisory_xact_lock(class, key)`, a
+/// space of its own beside the janitor's one-key lock): "clai" as four bytes.
+macro_rules! insert_lock_class {
+    () => {
+        "1668047209"
+    };
+}
+
+/// The inserts' keys locked first, each by a transaction-level advisory lock on a hash of
+/// the row (`keyed`), in hash order so that two batches never wait on each other in a
+/// cycle: a batch that would insert a row another batch is inserting waits here, before
+/// its clock is read, instead of inside its `INSERT` after its deadline was checked
+/// (docs/DESIGN.md §4.2.1). A collision of two hashes only makes their batches take turns.
+macro_rules! keyed {
+    () => {
+        concat!(
+            "
+keyed AS MATERIALIZED (
+    SELECT pg_advisory_xact_lock(",
+            insert_lock_class!(),
+            ", k.h) FROM (
+        SELECT DISTINCT hashtext(i.i_tenant || '/' || i.i_ns || '/' || i.i_key) AS h
+        FROM i WHERE i.ins ORDER BY 1
+    ) k
+),"
+        )
+    };
+}
+
+/// The inserts, after every lock of the batch (`t`): those already late are not made
+/// (`late_ins`); the rest go in primary-key order, with the clock read after the locks, so
+/// a new lease runs from when the row is written; a row that exists (or appears meanwhile)
+/// is left alone by `ON CONFLICT`, which looks in the primary key whatever the plan. (A
+/// `NOT EXISTS` here before was redundant and worse: a generic plan made while the table
+/// was small ran it as a hash anti-join over a scan of the whole table, on every insert,
+/// as the table grew.)
 macro_rules! inserts {
     () => {
         "
 late_ins AS MATERIALIZED (
-    SELECT i.idx FROM i, c
-    WHERE i.ins AND clock_timestamp() > LEAST(c.started + i.due_in * interval '1 microsecond', i.due_db)
+    SELECT i.idx FROM i, c, t
+    WHERE i.ins AND t.wall > LEAST(c.started + i.due_in * interval '1 microsecond', i.due_db)
 ),
 ins AS (
     INSERT INTO receipts (tenant_id, namespace, key, state, attempt, free_attempts, fingerprint,
                           claim_token, lease_expires_at, next_attempt_at, created_at, updated_at,
-                          completed_at, last_error, checkpoint, response, recovery_payload, life_id)
+                          completed_at, last_error, checkpoint, response, recovery_payload, life_id,
+                          write_id)
     SELECT i.i_tenant, i.i_ns, i.i_key, i.n_state, i.n_attempt, i.n_free, i.n_fingerprint,
-           i.n_token, COALESCE(i.lease_at, c.now + i.lease_after * interval '1 microsecond'),
-           COALESCE(i.next_at, c.now + i.next_after * interval '1 microsecond'), c.now, c.now,
-           COALESCE(i.done_at, c.now + i.done_after * interval '1 microsecond'),
-           i.n_last_error, i.n_checkpoint, i.n_response, i.n_payload, i.life
-    FROM i, c
+           i.n_token, COALESCE(i.lease_at, t.now + i.lease_after * interval '1 microsecond'),
+           COALESCE(i.next_at, t.now + i.next_after * interval '1 microsecond'), t.now, t.now,
+           COALESCE(i.done_at, t.now + i.done_after * interval '1 microsecond'),
+           i.n_last_error, i.n_checkpoint, i.n_response, i.n_payload, i.life, i.n_write
+    FROM i, t
     WHERE i.ins AND i.idx NOT IN (SELECT idx FROM late_ins)
     ON CONFLICT (tenant_id, namespace, key) DO NOTHING
     RETURNING tenant_id, namespace, key
@@ -76,10 +108,25 @@ ins AS (
     };
 }
 
-/// The updates: each row locked only if still at the version decided from (`locked`), the
-/// clock read after every lock (`t`), and written only if its answer is not yet due.
-macro_rules! updates {
-    () => {
+/// The clock after every lock of the batch, read once `$locks` (the lock CTEs, as a
+/// `FROM` list of counts) have all been taken.
+macro_rules! clock_after {
+    ($locks:literal) => {
+        concat!(
+            "
+t AS (SELECT ",
+            clock!(after_lock: "$2", "$1"),
+            " AS now, clock_timestamp() AS wall FROM ",
+            $locks,
+            "),"
+        )
+    };
+}
+
+/// The updates' rows, each locked only if still at the version decided from (`locked`),
+/// after the inserts' keys (`$after`: a condition that reads `keyed`, or `true`).
+macro_rules! locked {
+    ($after:literal) => {
         concat!(
             "
 locked AS MATERIALIZED (
@@ -96,11 +143,20 @@ locked AS MATERIALIZED (
             AND r.recovery_payload IS NOT DISTINCT FROM i.v_payload))
         FOR UPDATE OF r
     ) l
-    WHERE NOT i.ins
-),
-t AS (SELECT ",
-            clock!(after_lock: "$2", "$1"),
-            " AS now, clock_timestamp() AS wall FROM (SELECT count(*) FROM locked) l),
+    WHERE NOT i.ins AND ",
+            $after,
+            "
+),"
+        )
+    };
+}
+
+/// The updates, after every lock of the batch (`t`), each written only if its answer is
+/// not yet due.
+macro_rules! updates {
+    () => {
+        concat!(
+            "
 upd AS (
     UPDATE receipts r SET
         state = i.n_state, attempt = i.n_attempt, free_attempts = i.n_free, claim_token = i.n_token,
@@ -111,7 +167,8 @@ upd AS (
         last_error = CASE WHEN i.mask & 1 <> 0 THEN i.n_last_error ELSE r.last_error END,
         checkpoint = CASE WHEN i.mask & 2 <> 0 THEN i.n_checkpoint ELSE r.checkpoint END,
         response = CASE WHEN i.mask & 4 <> 0 THEN i.n_response ELSE r.response END,
-        recovery_payload = CASE WHEN i.mask & 8 <> 0 THEN i.n_payload ELSE r.recovery_payload END
+        recovery_payload = CASE WHEN i.mask & 8 <> 0 THEN i.n_payload ELSE r.recovery_payload END,
+        write_id = i.n_write
     FROM i, t, c
     WHERE r.tenant_id = i.i_tenant AND r.namespace = i.i_ns AND r.key = i.i_key
       AND i.idx IN (SELECT idx FROM locked)
@@ -133,8 +190,8 @@ woken AS (
 macro_rules! inserted {
     () => {
         "
-    SELECT i.idx, 'ins' AS src, c.now FROM ins JOIN i
-      ON ins.tenant_id = i.i_tenant AND ins.namespace = i.i_ns AND ins.key = i.i_key, c
+    SELECT i.idx, 'ins' AS src, t.now FROM ins JOIN i
+      ON ins.tenant_id = i.i_tenant AND ins.namespace = i.i_ns AND ins.key = i.i_key, t
     UNION ALL SELECT idx, 'late', NULL FROM late_ins"
     };
 }
@@ -171,6 +228,9 @@ ORDER BY i.idx"
 /// A batch with inserts and updates.
 pub(super) const WRITE_MANY: &str = concat!(
     head!(),
+    keyed!(),
+    locked!("(SELECT count(*) FROM keyed) >= 0"),
+    clock_after!("(SELECT count(*) FROM locked) l"),
     inserts!(),
     updates!(),
     "
@@ -187,6 +247,8 @@ done AS (",
 /// A batch of inserts only.
 pub(super) const INSERT_MANY: &str = concat!(
     head!(),
+    keyed!(),
+    clock_after!("(SELECT count(*) FROM keyed) k"),
     inserts!(),
     "
 done AS (",
@@ -199,6 +261,8 @@ done AS (",
 /// A batch of updates only.
 pub(super) const UPDATE_MANY: &str = concat!(
     head!(),
+    locked!("true"),
+    clock_after!("(SELECT count(*) FROM locked) l"),
     updates!(),
     "
 done AS (",

@@ -6,30 +6,30 @@
 use super::{Answer, Job, Known, run};
 use crate::domain::{ClaimOutcome, Decision, Receipt, Write};
 use crate::store::StoreError;
+use crate::store::StoredBlobs;
 use crate::store::driver::Driver;
 use crate::store::recent::Recent;
-use crate::store::write::{Expect, RowWrite};
+use crate::store::write::RowWrite;
+use uuid::Uuid;
 
 /// How many jobs of a failed batch run alone at once: each takes a connection, and a
 /// batch is up to `--group-commit-size` jobs.
 pub const ALONE_AT_ONCE: usize = 4;
 
-/// A write of a statement that failed and may have committed: the receipt it makes, and
-/// for a Claim the decision it carried.
+/// A write of a statement that failed and may have committed: its id, and for a Claim
+/// the decision it carried.
 #[derive(Debug)]
 pub(super) struct Landed {
-    next: Receipt,
+    id: Uuid,
     claim: Option<(Decision, Write)>,
 }
 
 impl Landed {
-    /// Whether `row` is as this write made it: its state, counts and token. A Claim's
-    /// token is minted for its call, so no other write makes it; a holder call's token is
-    /// the holder's own, so the row is what that holder asked for either way.
-    pub(super) fn made(&self, row: &Receipt) -> bool {
-        let n = &self.next;
-        (row.state, row.attempt, row.free_attempts, row.claim_token)
-            == (n.state, n.attempt, n.free_attempts, n.claim_token)
+    /// Whether the row, stored as `blobs`, is as this write made it: it holds the write's
+    /// id, minted for this write alone, so no other write — not even one by the same
+    /// holder that makes the same state — is taken for it (docs/DESIGN.md §4.2.1).
+    pub(super) fn made(&self, blobs: &StoredBlobs) -> bool {
+        blobs.write_id == Some(self.id)
     }
 
     pub(super) fn answer(&self, row: &Receipt) -> Answer {
@@ -46,47 +46,37 @@ impl Landed {
 
 impl Job {
     /// The job again after the statement carrying `w` failed: read first, and know the
-    /// write in case it committed all the same. A write that changes no state, count or
-    /// token (a Heartbeat) is not recognisable on the row, and is simply made again.
+    /// write in case it committed all the same.
     pub(super) fn unsure_of(self, w: &RowWrite, claim: Option<(Decision, Write)>) -> Job {
-        let changes = match &w.expect {
-            Expect::Absent(_) => true,
-            Expect::Row(v) => {
-                (v.state, v.attempt, v.free_attempts, v.claim_token)
-                    != (
-                        w.next.state,
-                        w.next.attempt,
-                        w.next.free_attempts,
-                        w.next.claim_token,
-                    )
-            }
-        };
-        let landed = changes.then(|| Landed {
-            next: w.next.clone(),
-            claim,
-        });
         Job {
             known: Known::Unread,
-            landed,
+            landed: Some(Landed { id: w.id, claim }),
             ..self
         }
     }
 }
 
-/// After a statement failed for the whole batch: one job is answered with the error; more
-/// run again, each alone and [`ALONE_AT_ONCE`] at a time, so the others are not failed by
-/// one of them and the pool is not asked for a connection per job at once.
+/// After a statement failed for the whole batch: the jobs run again, each alone and
+/// [`ALONE_AT_ONCE`] at a time, so the others are not failed by one of them and the pool
+/// is not asked for a connection per job at once. A job that already ran alone is answered
+/// with the error, and so is a job alone in its batch unless its write may have committed:
+/// that one reads its row once more, so a write that landed is answered as written and not
+/// as an error that says nothing changed (nor, for a Claim, decided again on its own
+/// lease).
 pub(super) async fn alone<D: Driver>(
     driver: &D,
     recent: &Recent,
     mut jobs: Vec<Job>,
     e: StoreError,
 ) {
-    if jobs.len() == 1 {
+    if jobs.len() == 1 && jobs.iter().all(|j| j.alone || j.landed.is_none()) {
         if let Some(job) = jobs.pop() {
             job.answer(Err(e));
         }
         return;
+    }
+    for job in &mut jobs {
+        job.alone = true;
     }
     tracing::debug!(error = %e, jobs = jobs.len(), "batch failed; running its jobs alone");
     use futures_util::StreamExt;

@@ -15,24 +15,27 @@ use crate::store::write::{Expect, RowWrite, WriteOutcome};
 use sqlx::Sqlite;
 use tokio::time::Instant;
 
-/// A new row: the holder columns `?1`–`?11`, the sealed ones, fingerprint, creation, life.
+/// A new row: the holder columns `?1`–`?11`, the sealed ones, fingerprint, creation, life,
+/// the write's id.
 const INSERT: &str = "INSERT INTO receipts (tenant_id, namespace, key, state, attempt,
     free_attempts, claim_token, lease_expires_at, next_attempt_at, updated_at, completed_at,
-    last_error, checkpoint, response, recovery_payload, fingerprint, created_at, life_id)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?13, ?14, ?15, ?16, ?17, ?18, ?19)
+    last_error, checkpoint, response, recovery_payload, fingerprint, created_at, life_id,
+    write_id)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)
     ON CONFLICT (tenant_id, namespace, key) DO NOTHING";
 
 /// An update: the holder columns `?1`–`?11`, and each sealed column whose bit is set in
 /// `?12` (last error, checkpoint, response, recovery payload) to `?13`–`?16`; only while the
 /// row is at the version `?17`–`?23` (and, when `?24` is set, its sealed columns are
-/// `?25`–`?28`).
+/// `?25`–`?28`); the write's id `?29`.
 const UPDATE: &str = "UPDATE receipts SET state = ?4, attempt = ?5, free_attempts = ?6,
     claim_token = ?7, lease_expires_at = ?8, next_attempt_at = ?9, updated_at = ?10,
     completed_at = ?11,
     last_error = CASE WHEN ?12 & 1 THEN ?13 ELSE last_error END,
     checkpoint = CASE WHEN ?12 & 2 THEN ?14 ELSE checkpoint END,
     response = CASE WHEN ?12 & 4 THEN ?15 ELSE response END,
-    recovery_payload = CASE WHEN ?12 & 8 THEN ?16 ELSE recovery_payload END
+    recovery_payload = CASE WHEN ?12 & 8 THEN ?16 ELSE recovery_payload END,
+    write_id = ?29
     WHERE tenant_id = ?1 AND namespace = ?2 AND key = ?3
       AND life_id IS ?17 AND claim_token IS ?18 AND state = ?19 AND attempt = ?20
       AND free_attempts = ?21 AND updated_at = ?22 AND lease_expires_at IS ?23
@@ -114,7 +117,8 @@ impl SqliteDriver {
                     .bind(s.recovery_payload.clone().flatten())
                     .bind(r.fingerprint.clone())
                     .bind(micros(r.created_at))
-                    .bind(life.to_vec()),
+                    .bind(life.to_vec())
+                    .bind(w.id),
                 Expect::Row(v) => {
                     let sets = [
                         &s.last_error,
@@ -144,6 +148,7 @@ impl SqliteDriver {
                         .bind(was.checkpoint)
                         .bind(was.response)
                         .bind(was.recovery_payload)
+                        .bind(w.id)
                 }
             };
             let done = query.execute(&mut *tx).await.map_err(interpret)?;

@@ -145,6 +145,7 @@ fn sealed_over_keeps_what_it_does_not_set() {
         response: None,
         recovery_payload: Some(b"p".to_vec()),
         life_id: Some(vec![3; LIFE_LEN]),
+        write_id: Some(Uuid::from_u128(9)),
     };
     let set = Sealed {
         checkpoint: Some(None),
@@ -157,4 +158,5 @@ fn sealed_over_keeps_what_it_does_not_set() {
     assert_eq!(after.response.as_deref(), Some(&b"r"[..]));
     assert_eq!(after.recovery_payload, stored.recovery_payload);
     assert_eq!(after.life_id, stored.life_id);
+    assert_eq!(after.write_id, stored.write_id);
 }
