@@ -128,32 +128,39 @@ async fn postgres_a_new_receipt_is_not_written_after_its_claim_was_answered_dead
     );
 }
 
-/// Reproduction 1(b): two lanes insert the same key. Batch A (Claim `k` without a deadline,
-/// and a Heartbeat of a locked row) waits on the lock and then fails at `--db-timeout`;
-/// meanwhile B's Claim of `k` with a short deadline waits on A's insert of `k`. B is
-/// answered DEADLINE_EXCEEDED and must write nothing, so A's Claim, run again, is CLAIMED
-/// (it was IN_FLIGHT on B's orphaned lease).
+/// Reproduction 1(b): two batches insert the same key. Batch A on one replica (Claim `k`
+/// without a deadline, and a Heartbeat of a locked row) waits on the lock and then fails
+/// at `--db-timeout`; meanwhile B's Claim of `k` with a short deadline, on a second
+/// replica, meets A's insert of `k`. B is answered DEADLINE_EXCEEDED and must write
+/// nothing, so A's Claim, run again, is CLAIMED (it was IN_FLIGHT on B's orphaned lease:
+/// B's insert had waited on A's and committed once A rolled back).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_a_claim_waiting_on_another_batchs_insert_of_its_key_writes_nothing_after_its_deadline()
+async fn postgres_a_claim_meeting_another_batchs_insert_of_its_key_writes_nothing_after_its_deadline()
  {
-    let (app, busy, held) = app_with_two_holders(4, 2, 5).await;
+    let (app, busy, held) = app_with_two_holders(1, 2, 5).await;
+    let other = Arc::new(
+        TestApp::builder()
+            .database_url(app.database_url.clone())
+            .spawn()
+            .await,
+    );
     let (first, busy_done) = lane_kept_busy(&app, busy).await;
-    let second = Blocker::hold(&app.database_url, "held").await;
+    let mut second = Blocker::hold(&app.database_url, "held").await;
     let app2 = app.clone();
     let beat = tokio::spawn(async move { heartbeat(&app2, "held", &held, Some(60), None).await });
     let a = claim_with(&app, "k", None, 30);
-    // A's batch, on a second lane once the first is seen stuck (50 ms), now waits on
-    // `held`, with its insert of `k` to make.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let b = claim_with(&app, "k", Some(Duration::from_millis(800)), 30);
+    first.release().await;
+    busy_done.await.unwrap();
+    // A's batch now waits on `held`, with its insert of `k` to make.
+    second.wait_for_waiter().await;
+    let b = claim_with(&other, "k", Some(Duration::from_millis(800)), 30);
     let status = b.await.unwrap().expect_err("B cannot be answered in time");
     assert!(
         matches!(status.code(), Code::DeadlineExceeded | Code::Cancelled),
         "{status:?}"
     );
-    first.release().await;
-    busy_done.await.unwrap();
-    // A's statement fails at --db-timeout, while `held` is still locked; its jobs run
+    // A's statement fails at --db-timeout while `held` is still locked; its jobs run
     // again alone.
     let a = tokio::time::timeout(Duration::from_secs(20), a)
         .await
