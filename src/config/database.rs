@@ -5,7 +5,7 @@ use super::defaults;
 use super::duration::parse_duration;
 use super::sealing::SealArgs;
 use crate::seal::Sealer;
-use crate::store::{BatchOptions, Clock, StoreOptions};
+use crate::store::{BatchOptions, Clock, NotifyOptions, StoreOptions};
 use clap::Args;
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,6 +41,38 @@ pub struct DatabaseArgs {
     #[arg(long, env = "CLAIMD_GROUP_COMMIT_SIZE", default_value_t = defaults::GROUP_COMMIT_SIZE,
           value_parser = clap::value_parser!(u16).range(1..=4096))]
     pub group_commit_size: u16,
+    /// PostgreSQL: the share of the notification queue (0–1, of 8 GB, one per cluster)
+    /// from which settling writes stop notifying other replicas' waiting Claims (they fall
+    /// back to the holder's lease end and their wait's end) and claimd terminates other
+    /// claimd processes' listening connections that have shown no life for
+    /// `--notify-listener-stale-after`: a session that stopped reading holds the queue,
+    /// and a full queue would fail every settling write (docs/DESIGN.md §2.9).
+    #[arg(long, env = "CLAIMD_NOTIFY_QUEUE_MAX_USAGE",
+          default_value_t = defaults::NOTIFY_QUEUE_MAX_USAGE, value_parser = parse_usage)]
+    pub notify_queue_max_usage: f64,
+    /// PostgreSQL: how long another claimd's listening connection may show no life (each
+    /// runs a heartbeat at least every second) before it is terminated while the
+    /// notification queue is fuller than `--notify-queue-max-usage`.
+    #[arg(long, env = "CLAIMD_NOTIFY_LISTENER_STALE_AFTER",
+          default_value = defaults::NOTIFY_LISTENER_STALE_AFTER, value_parser = parse_stale_after)]
+    pub notify_listener_stale_after: Duration,
+}
+
+/// `--notify-queue-max-usage`: a fraction strictly between 0 and 1.
+fn parse_usage(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(usage) if usage > 0.0 && usage < 1.0 => Ok(usage),
+        _ => Err("must be a fraction of the queue above 0 and below 1, like 0.5".to_owned()),
+    }
+}
+
+/// `--notify-listener-stale-after`: a duration of at least a second.
+fn parse_stale_after(text: &str) -> Result<Duration, String> {
+    let stale_after = parse_duration(text)?;
+    if stale_after < Duration::from_secs(1) {
+        return Err("must be at least 1s".to_owned());
+    }
+    Ok(stale_after)
 }
 
 impl DatabaseArgs {
@@ -68,6 +100,10 @@ impl DatabaseArgs {
             batch: BatchOptions {
                 lanes: self.group_commit_lanes.map(usize::from),
                 size: usize::from(self.group_commit_size),
+            },
+            notify: NotifyOptions {
+                max_usage: self.notify_queue_max_usage,
+                stale_after: self.notify_listener_stale_after,
             },
         }
     }

@@ -17,6 +17,11 @@ pub const GROUP_COMMIT_LANES_POSTGRES: usize = 4;
 pub const GROUP_COMMIT_LANES_SQLITE: usize = 1;
 /// `--group-commit-size`: most calls in one group-commit batch.
 pub const GROUP_COMMIT_SIZE: u16 = 128;
+/// `--notify-queue-max-usage`: half of PostgreSQL's notification queue (4 of its 8 GB), the
+/// point from which PostgreSQL itself warns.
+pub const NOTIFY_QUEUE_MAX_USAGE: f64 = 0.5;
+/// `--notify-listener-stale-after`: thirty heartbeats of a listening connection.
+pub const NOTIFY_LISTENER_STALE_AFTER: &str = "30s";
 /// `--health-interval`.
 pub const HEALTH_INTERVAL: &str = "1s";
 /// `--key-cache-ttl`.

@@ -12,7 +12,10 @@
 //! cannot keep up (measured: docs/PERFORMANCE.md).
 //! The lane runs in a task of its own, so a caller that goes away does not cancel the
 //! statements of the others; its job is dropped before the next statement when it is
-//! still queued.
+//! still queued. A lane holds its slot through a guard ([`Lane`]) that frees it however
+//! the lane ends: a lane that panics answers its batch's jobs UNAVAILABLE (their replies
+//! dropped: [`unanswered`]) and starts another lane for the jobs still queued, so no later
+//! call waits for a slot that will never be free (with SQLite's one lane, every one would).
 
 use super::StoreError;
 use super::driver::Driver;
@@ -70,6 +73,9 @@ pub struct Batcher {
     recent: Arc<Recent>,
     lanes: usize,
     size: usize,
+    /// A test's fault: the next batch's lane panics once this fires (`tests`).
+    #[cfg(test)]
+    fault: Arc<Mutex<Option<oneshot::Receiver<()>>>>,
 }
 
 impl Batcher {
@@ -80,6 +86,8 @@ impl Batcher {
             recent: Arc::default(),
             lanes: options.lanes.unwrap_or(default_lanes).max(1),
             size: options.size.max(1),
+            #[cfg(test)]
+            fault: Arc::default(),
         }
     }
 
@@ -114,9 +122,7 @@ impl Batcher {
             None if self.lanes == 1 => answer.await,
             None => self.wait_watching_lanes(driver, answer).await,
         };
-        answer.unwrap_or(Err(StoreError::Corrupt(
-            "a batch ended without an answer".into(),
-        )))
+        answer.unwrap_or_else(|_| Err(unanswered()))
     }
 
     /// Waits for a queued job's `answer`, and every [`STALLED`] while it waits starts
@@ -163,19 +169,88 @@ impl Batcher {
 
     /// Runs batches until the queue is empty, in lane `slot`.
     async fn lane<D: Driver>(self, driver: D, slot: usize) {
+        let mut lane = Lane {
+            batcher: self,
+            driver,
+            slot,
+            done: false,
+        };
         loop {
             let batch = {
-                let mut queue = self.queue();
+                let mut queue = lane.batcher.queue();
                 if queue.waiting.is_empty() {
                     queue.lanes[slot] = None;
+                    lane.done = true;
                     return;
                 }
                 queue.lanes[slot] = Some(Instant::now());
-                take(&mut queue.waiting, self.size)
+                take(&mut queue.waiting, lane.batcher.size)
             };
-            rounds::run(&driver, &self.recent, batch).await;
+            #[cfg(test)]
+            lane.batcher.fault().await;
+            rounds::run(&lane.driver, &lane.batcher.recent, batch).await;
         }
     }
+
+    /// Panics if a test armed a fault, once it fires.
+    #[cfg(test)]
+    async fn fault(&self) {
+        let armed = self.fault.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(fire) = armed {
+            let _ = fire.await;
+            panic!("a test's fault: the lane panics in the middle of its batch");
+        }
+    }
+}
+
+/// A running lane's hold on its slot. A lane that ends normally frees the slot itself
+/// (under the queue's lock, once it found the queue empty). One that stops in the middle of
+/// a batch — a panic, which the runtime catches and then drops the lane's future, or the
+/// runtime shutting down — frees it here and starts another lane if jobs are queued: with
+/// one lane nothing else would serve them until another call arrived (a runtime that is
+/// shutting down drops the new lane unstarted). The batch's own jobs were dropped with the
+/// future, so their callers are answered [`unanswered`].
+struct Lane<D: Driver> {
+    batcher: Batcher,
+    driver: D,
+    slot: usize,
+    /// The lane freed its slot itself.
+    done: bool,
+}
+
+impl<D: Driver> Drop for Lane<D> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let next = {
+            let mut queue = self.batcher.queue();
+            queue.lanes[self.slot] = None;
+            let runtime = tokio::runtime::Handle::try_current().is_ok();
+            runtime
+                .then(|| self.batcher.open_lane_if_needed(&mut queue))
+                .flatten()
+        };
+        tracing::error!(
+            restarted = next.is_some(),
+            "a group-commit lane stopped in the middle of a batch (a panic, or the runtime \
+             shutting down): its calls are answered UNAVAILABLE (their writes may or may not \
+             have committed)"
+        );
+        if let Some(slot) = next {
+            self.batcher.start_lane(&self.driver, slot);
+        }
+    }
+}
+
+/// What a job learns when its batch ended without answering it (its lane panicked or was
+/// dropped): its write may or may not have committed, which is what UNAVAILABLE says, and
+/// the caller may retry.
+fn unanswered() -> StoreError {
+    StoreError::Unavailable(sqlx::Error::Io(std::io::Error::new(
+        std::io::ErrorKind::Interrupted,
+        "a group-commit batch ended without an answer",
+    )))
 }
 
 /// Up to `size` queued jobs, in arrival order, at most one per row (a second job for a row
@@ -245,6 +320,96 @@ mod tests {
         assert!(!batcher.needs_lane(&queue), "never more than `lanes`");
         queue.lanes[0] = None;
         assert_eq!(queue.open_lane(), 0, "a free slot is taken again");
+    }
+
+    /// A Claim of `key` through `driver`'s group commit.
+    async fn claim<D: Driver>(driver: D, key: &str) -> Result<Answer, StoreError> {
+        let input = crate::domain::ClaimInput {
+            id: ReceiptKey {
+                namespace: "ns".into(),
+                key: key.into(),
+            },
+            fingerprint: vec![1],
+            lease_ttl: chrono::TimeDelta::seconds(60),
+            recovery_payload: None,
+            new_token: uuid::Uuid::new_v4(),
+        };
+        let op = Op::Claim {
+            policy: crate::domain::Policy::default(),
+            input: input.clone(),
+        };
+        driver.batcher().submit(&driver, "t", &input.id, op).await
+    }
+
+    /// Waits (10 s at most) until `batcher`'s queue is as `wanted` says.
+    async fn until(batcher: &Batcher, wanted: impl Fn(&Queue) -> bool) {
+        let waited = tokio::time::timeout(Duration::from_secs(10), async {
+            while !wanted(&batcher.queue()) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        });
+        waited.await.expect("the queue gets there");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lane_that_panics_answers_its_jobs_unavailable_and_frees_its_slot_for_the_queued_ones()
+     {
+        // The real embedded store, with its one lane.
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let url = format!("sqlite://{}", dir.path().join("claimd.db").display());
+        let options = crate::store::StoreOptions {
+            max_connections: 4,
+            acquire_timeout: Duration::from_secs(5),
+            clock: crate::store::Clock::default(),
+            exclusive: false,
+            seal: Arc::new(crate::seal::Sealer::ephemeral()),
+            batch: BatchOptions {
+                lanes: None,
+                size: 128,
+            },
+            notify: crate::store::NotifyOptions {
+                max_usage: 0.5,
+                stale_after: Duration::from_secs(30),
+            },
+        };
+        let driver = crate::store::sqlite::SqliteDriver::open(&url, &options)
+            .await
+            .expect("the store opens");
+        crate::store::Lifecycle::migrate(&driver)
+            .await
+            .expect("migrations apply");
+        let batcher = driver.batcher().clone();
+        assert_eq!(batcher.lanes, 1);
+        let (fire, armed) = oneshot::channel();
+        *batcher.fault.lock().unwrap() = Some(armed);
+        // The first Claim's batch is taken by the lane, which then waits for the fault;
+        // the second queues behind it.
+        let first = tokio::spawn(claim(driver.clone(), "first"));
+        let busy = |q: &Queue| q.lanes.first().is_some_and(Option::is_some);
+        until(&batcher, |q| q.waiting.is_empty() && busy(q)).await;
+        let second = tokio::spawn(claim(driver.clone(), "second"));
+        until(&batcher, |q| q.waiting.len() == 1).await;
+        fire.send(()).expect("the lane waits for the fault");
+        let answered = |task| async {
+            let answer = tokio::time::timeout(Duration::from_secs(10), task).await;
+            let answer: Result<Result<Answer, StoreError>, _> =
+                answer.expect("answered within 10 s, not left waiting");
+            answer.expect("the caller's task ends")
+        };
+        let first = answered(first).await;
+        assert!(
+            matches!(first, Err(ref e) if e.kind() == "unavailable"),
+            "the panicked batch's job is answered UNAVAILABLE: {first:?}"
+        );
+        let second = answered(second).await;
+        assert!(
+            matches!(second, Ok(Answer::Claim(ref o)) if o.decision == crate::domain::Decision::Claimed),
+            "the job queued behind the panic is served: {second:?}"
+        );
+        let third = answered(tokio::spawn(claim(driver.clone(), "third"))).await;
+        assert!(third.is_ok(), "a later call is served: {third:?}");
+        // The lane frees its slot once it finds the queue empty, just after answering.
+        until(&batcher, |q| q.lanes.iter().all(Option::is_none)).await;
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub use dead_letters::{ListCursor, ListPage, ListQuery};
 pub use orphans::{OrphanCounts, OrphanCursor, OrphanPage, OrphanQuery};
 pub(crate) use page::PageBudget;
 pub use page::{DEFAULT_PAGE_BYTES, RECEIPT_OVERHEAD, receipt_bytes};
+pub use postgres::NotifyOptions;
 pub use prune::{JanitorLock, PruneScope, PruneStep};
 pub use reseal::{ResealBatch, ResealCursor, reseal_all};
 pub use sealed::{StoredBlobs, UNREADABLE};
@@ -217,6 +218,23 @@ pub trait Gauges: Send + Sync {
 
     /// The connection pool right now: the `claimd_db_pool_connections` gauge.
     fn pool_stats(&self) -> PoolStats;
+
+    /// PostgreSQL's notification queue as this process last saw it (the
+    /// `claimd_notify_queue_usage` gauge and `claimd_notify_listeners_terminated_total`);
+    /// `None` for a store without one.
+    fn notify_queue(&self) -> Option<NotifyQueue> {
+        None
+    }
+}
+
+/// PostgreSQL's notification queue, as the listening connection last saw it
+/// (docs/DESIGN.md §2.9).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct NotifyQueue {
+    /// `pg_notification_queue_usage()` at the last heartbeat (0–1); `None` before the first.
+    pub usage: Option<f64>,
+    /// Listening connections of other claimd processes this one terminated.
+    pub listeners_terminated: u64,
 }
 
 /// The database itself: is it there, is its schema current.
@@ -269,6 +287,8 @@ pub struct StoreOptions {
     pub seal: Arc<crate::seal::Sealer>,
     /// How the group commit forms batches.
     pub batch: BatchOptions,
+    /// How PostgreSQL's notification queue is guarded (ignored by SQLite).
+    pub notify: NotifyOptions,
 }
 
 impl StoreError {

@@ -39,6 +39,12 @@ pub const DB_POOL_CONNECTIONS: &str = "claimd_db_pool_connections";
 /// `claimd_store_errors_total{kind}`: store failures answered with an error status.
 pub const STORE_ERRORS: &str = "claimd_store_errors_total";
 
+/// `claimd_notify_queue_usage`: PostgreSQL's notification queue, the fraction in use.
+pub const NOTIFY_QUEUE_USAGE: &str = "claimd_notify_queue_usage";
+/// `claimd_notify_listeners_terminated_total`: other claimd processes' listening
+/// connections this one terminated (silent while the queue filled).
+pub const NOTIFY_LISTENERS_TERMINATED: &str = "claimd_notify_listeners_terminated_total";
+
 /// `claimd_claim_waiting`: Claims with `wait` waiting right now.
 pub const CLAIM_WAITING: &str = "claimd_claim_waiting";
 /// `claimd_claim_wakeups_total{cause}`: waiting Claims woken (`settled`, `lease_end`).
@@ -109,6 +115,16 @@ fn describe() {
     for kind in STORE_ERROR_KINDS {
         metrics::counter!(STORE_ERRORS, "kind" => kind).increment(0);
     }
+    describe_gauge!(
+        NOTIFY_QUEUE_USAGE,
+        "PostgreSQL's notification queue (one per cluster), the fraction in use, as this \
+         process's listening connection last read it"
+    );
+    describe_counter!(
+        NOTIFY_LISTENERS_TERMINATED,
+        "Listening connections of other claimd processes this one terminated because they \
+         showed no life while the notification queue was fuller than --notify-queue-max-usage"
+    );
     describe_gauge!(
         CLAIM_WAITING,
         "Claims with wait waiting for their receipt right now"

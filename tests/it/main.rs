@@ -31,6 +31,7 @@ mod faults;
 mod faults_disk;
 mod faults_failover;
 mod faults_network;
+mod faults_notify;
 mod faults_skew;
 mod faults_unsure;
 mod fencing;

@@ -31,6 +31,7 @@ use sqlx::{AssertSqlSafe, Executor};
 use std::str::FromStr;
 use std::sync::Arc;
 
+pub use listen::NotifyOptions;
 pub use prune::JANITOR_LOCK_KEY;
 
 /// The group commit's statements (the batch read and the three writes), for the test that
@@ -101,6 +102,8 @@ pub struct PgDriver {
     gap: gap::ClockGap,
     /// The receipts waiting Claims watch.
     settles: Arc<Settles>,
+    /// What the listening connection last saw of the notification queue.
+    queue: Arc<listen::QueueWatch>,
     /// Wakes them when another replica settles one (`listen.rs`).
     _listener: Arc<listen::Listener>,
 }
@@ -115,9 +118,14 @@ impl PgDriver {
         // lengths), a generic plan once per connection. Every query with a partial index
         // names the index's condition literally. Set on each new session rather than sent as
         // startup `options`, which PgBouncer refuses (or, told to ignore them, drops).
+        // The write statements notify only while the notification queue is emptier than
+        // `--notify-queue-max-usage` (`listen::queue`), read from the session like these.
         let timeout_ms = options.acquire_timeout.as_millis().max(1);
         let session = format!(
-            "SET statement_timeout = {timeout_ms}; SET plan_cache_mode = force_generic_plan"
+            "SET statement_timeout = {timeout_ms}; SET plan_cache_mode = force_generic_plan; \
+             SET {} = '{}'",
+            listen::USAGE_SETTING,
+            options.notify.max_usage
         );
         let connect = PgConnectOptions::from_str(url).map_err(interpret)?;
         let bound = options.acquire_timeout + NO_ANSWER_GRACE;
@@ -149,7 +157,8 @@ impl PgDriver {
             .await
             .map_err(interpret)?;
         let settles = Settles::new();
-        let listener = listen::Listener::spawn(connect, bound, settles.clone());
+        let queue = Arc::new(listen::QueueWatch::new(options.notify));
+        let listener = listen::Listener::spawn(connect, bound, settles.clone(), queue.clone());
         Ok(PgDriver {
             pool,
             bound: options.acquire_timeout + NO_ANSWER_GRACE,
@@ -161,6 +170,7 @@ impl PgDriver {
             ),
             gap: gap::ClockGap::new(),
             settles,
+            queue,
             _listener: Arc::new(listener),
         })
     }

@@ -10,7 +10,8 @@ use crate::domain::{Receipt, State};
 use crate::store::driver::{Pages, Row};
 use crate::store::row::columns;
 use crate::store::{
-    Gauges, ListQuery, OrphanCounts, OrphanCursor, OrphanQuery, PoolStats, StoreError, StoredBlobs,
+    Gauges, ListQuery, NotifyQueue, OrphanCounts, OrphanCursor, OrphanQuery, PoolStats, StoreError,
+    StoredBlobs,
 };
 use async_trait::async_trait;
 
@@ -214,5 +215,12 @@ impl Gauges for PgDriver {
 
     fn pool_stats(&self) -> PoolStats {
         PoolStats::of(self.pool.size(), self.pool.num_idle())
+    }
+
+    fn notify_queue(&self) -> Option<NotifyQueue> {
+        Some(NotifyQueue {
+            usage: self.queue.usage(),
+            listeners_terminated: self.queue.terminated(),
+        })
     }
 }

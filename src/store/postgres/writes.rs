@@ -180,7 +180,12 @@ woken AS (
     SELECT pg_notify('claimd_settled', string_agg(w.n_wake, ',')) FROM (
         SELECT i.n_wake, (row_number() OVER ()) / 400 AS part
         FROM upd JOIN i ON i.idx = upd.idx WHERE i.n_wake IS NOT NULL
-    ) w GROUP BY w.part
+    ) w
+    -- Only while the queue has room (--notify-queue-max-usage; postgres/listen.rs): a
+    -- full queue would fail the commit, and so every write of the batch.
+    WHERE (SELECT pg_notification_queue_usage()
+           < current_setting('claimd.notify_queue_max_usage', true)::float8)
+    GROUP BY w.part
 ),"
         )
     };
