@@ -208,7 +208,10 @@ async fn a_lock_file_symlink_stops_claimd_and_its_target_is_left_untouched() {
     let log = refused_naming(&data, &lock, "is a symbolic link").await;
     assert!(log.contains("remove it"), "{log}");
     let untouched = std::fs::read_to_string(&target).unwrap();
-    assert_eq!(untouched, "precious\n", "the lock was written through the link");
+    assert_eq!(
+        untouched, "precious\n",
+        "the lock was written through the link"
+    );
     assert_eq!(mode(&target), 0o644);
 }
 
@@ -229,7 +232,9 @@ async fn a_database_wal_or_shm_symlink_stops_claimd_and_nothing_is_written_throu
         assert_eq!(std::fs::metadata(&target).unwrap().len(), 0, "{name}");
         assert_eq!(mode(&target), 0o644, "{name}");
         assert!(
-            beside.iter().all(|f| !f.contains("-wal") && !f.contains("-shm")),
+            beside
+                .iter()
+                .all(|f| !f.contains("-wal") && !f.contains("-shm")),
             "{name}: {beside:?}"
         );
     }

@@ -183,7 +183,9 @@ impl Target {
         stream.write_all(request.as_bytes()).await.expect("send");
         let mut text = String::new();
         stream.read_to_string(&mut text).await.expect("read");
-        let value = text.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' '));
+        let value = text
+            .lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '));
         value.map_or(0.0, |v| v.trim().parse().expect("a number"))
     }
 

@@ -21,7 +21,7 @@ pub fn lock(database: &Path) -> Result<FileLock, StoreError> {
     let path = lock_path(database);
     let mut options = OpenOptions::new();
     options.read(true).write(true).create(true).truncate(false);
-    let links = Links::Refuse("remove it: claimd creates the lock file itself");
+    let links = Links::Refuse("remove it (claimd creates the lock file itself)");
     let opened = crate::private_fs::open(&path, &mut options, links).and_then(|(file, meta)| {
         crate::private_fs::tighten(&file, &meta)?;
         Ok(file)

@@ -58,7 +58,12 @@ async fn a_correct_key_never_used_is_served_from_a_source_over_its_failure_limit
     throttle(&target).await;
     // Created after the source was throttled, never used by this claimd.
     let fresh = target.create_key();
-    assert_eq!(code(&target, None, &fresh).await, Code::Ok, "{}", target.log());
+    assert_eq!(
+        code(&target, None, &fresh).await,
+        Code::Ok,
+        "{}",
+        target.log()
+    );
     assert_eq!(
         code(&target, None, &wrong_key()).await,
         Code::ResourceExhausted
@@ -101,6 +106,7 @@ async fn failures_from_10001_other_sources_do_not_reset_a_throttled_source() {
     throttle(&target).await;
 
     let target = &target;
+    let started = std::time::Instant::now();
     let answers = futures::stream::iter(0..OTHERS)
         .map(|n| async move { code(target, Some(other_source(n)), &wrong_key()).await })
         .buffer_unordered(16)
@@ -111,6 +117,10 @@ async fn failures_from_10001_other_sources_do_not_reset_a_throttled_source() {
         .filter(|c| **c == Code::Unauthenticated)
         .count();
     assert_eq!(unauthenticated, OTHERS, "{:?}", &answers[..20]);
+    println!(
+        "one wrong API key from each of 10,001 sources: {:?}",
+        started.elapsed()
+    );
 
     let after = tokio::time::timeout(BOUND, code(target, None, &wrong_key())).await;
     assert_eq!(after.expect("answered"), Code::ResourceExhausted);

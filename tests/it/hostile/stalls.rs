@@ -29,7 +29,9 @@ fn tls_connector(pki: &Pki) -> tokio_rustls::TlsConnector {
     let mut roots = rustls::RootCertStore::empty();
     let certs = CertificateDer::pem_file_iter(&pki.ca).expect("the CA file");
     for cert in certs {
-        roots.add(cert.expect("a CA certificate")).expect("a usable CA");
+        roots
+            .add(cert.expect("a CA certificate"))
+            .expect("a usable CA");
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)
@@ -81,6 +83,11 @@ async fn tls_connections_that_finish_the_handshake_and_send_nothing_are_closed_a
             started.elapsed()
         );
     }
+    println!(
+        "50 TLS connections silent after the handshake: all closed {:?} after the last \
+         handshake (--first-bytes-timeout 2s)",
+        started.elapsed()
+    );
     target
         .assert_survived("50 TLS connections silent after the handshake")
         .await;
@@ -119,7 +126,10 @@ async fn end_flood(target: &Target, flood: Vec<TcpStream>) {
     drop(flood);
     let deadline = Instant::now() + BOUND;
     while target.claim_from(None, None).await.is_err() {
-        assert!(Instant::now() < deadline, "the flooding source is never served again");
+        assert!(
+            Instant::now() < deadline,
+            "the flooding source is never served again"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -134,11 +144,18 @@ async fn one_source_holding_idle_connections_does_not_starve_another_source() {
 
     let other = Some(IpAddr::from(OTHER_SOURCE));
     let served = target.claim_from(other, None).await;
-    assert_eq!(served, Ok(Decision::Claimed), "{}", target.log());
+    match served {
+        Ok(decision) => assert_eq!(decision, Decision::Claimed),
+        Err(s) => panic!("the other source was not served: {s:?}\n{}", target.log()),
+    }
     let refused = target
         .metric(r#"claimd_connections_refused_total{reason="per_source"}"#)
         .await;
-    assert!(refused >= (FLOOD - CAP) as f64, "{refused} refused per source");
+    assert!(
+        refused >= (FLOOD - CAP) as f64,
+        "{refused} refused per source"
+    );
+    println!("170 idle connections from one source: {refused} refused per source");
 
     end_flood(&target, flood).await;
     target
@@ -149,7 +166,9 @@ async fn one_source_holding_idle_connections_does_not_starve_another_source() {
 /// The first 40 bytes of a ClientHello: a handshake record announcing 512 bytes, and the
 /// start of the message. The server waits for the rest.
 fn client_hello_start() -> Vec<u8> {
-    let mut hello = vec![0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03];
+    let mut hello = vec![
+        0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03,
+    ];
     hello.resize(40, 0x2a);
     hello
 }
@@ -163,10 +182,19 @@ async fn one_source_stalling_tls_handshakes_does_not_starve_another_source_with_
 
     let other = Some(IpAddr::from(OTHER_SOURCE));
     let served = target.claim_from(other, None).await;
-    assert_eq!(served, Ok(Decision::Claimed), "{}", target.log());
+    match served {
+        Ok(decision) => assert_eq!(decision, Decision::Claimed),
+        Err(s) => panic!("the other source was not served: {s:?}\n{}", target.log()),
+    }
     let series = r#"claimd_connections_refused_total{reason="tls_handshakes_per_source"}"#;
     let refused = target.metric(series).await;
     assert!(refused > 0.0, "{refused} handshakes refused per source");
+    let per_source = r#"claimd_connections_refused_total{reason="per_source"}"#;
+    println!(
+        "170 stalled TLS handshakes from one source: {refused} refused by the handshakes \
+         per source, {} by the connections per source",
+        target.metric(per_source).await
+    );
 
     end_flood(&target, flood).await;
     target
