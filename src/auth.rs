@@ -7,9 +7,12 @@
 //! path, at most once per `touch_interval` per key ([`touch`]). Answers are cached for
 //! `cache_ttl` in two bounded LRU caches, successes apart from failures ([`cache`]), so a
 //! revoked key stops working within that time and a flood of wrong keys evicts no valid one.
-//! Failed authentications are limited per peer address ([`limit`]): over the limit, an
-//! attempt not known to succeed is refused with [`Refusal::TooManyFailures`] before any
-//! store read, while keys that worked before keep working from the same address.
+//! Failed authentications are limited per source — an IPv4 address, an IPv6 /64
+//! ([`limit`]): over the limit, a source's failures are refused with
+//! [`Refusal::TooManyFailures`], and a key that is not in the success cache is looked up
+//! only if its id and secret match a stored key ([`known`], checked in memory against the
+//! list of keys, read at most once a second), so a correct key is never refused because
+//! others behind the same address failed, and wrong ones cost no store read each.
 //! With no keys at all and `allow_without_keys` (loopback, or `--allow-unauthenticated`),
 //! a call without credentials acts as tenant `default`; once any key has been created, every
 //! call needs a valid one (revoking every key does not reopen anonymous access).
@@ -19,6 +22,7 @@
 //! listener; reflection and ClaimService need a key. Refusals are [`Refusal`]s, mapped to
 //! status codes in `api/error.rs`.
 
+use crate::source::Source;
 use crate::store::{Store, StoreError};
 use sha2::{Digest, Sha256};
 use std::net::IpAddr;
@@ -28,6 +32,7 @@ use subtle::ConstantTimeEq;
 
 mod cache;
 mod key;
+mod known;
 mod layer;
 mod limit;
 mod touch;
@@ -69,7 +74,8 @@ pub enum Refusal {
     /// The call did not pass through the authentication layer.
     #[error("no credentials")]
     NoPrincipal,
-    /// This peer address failed to authenticate too often (`--auth-failure-limit`).
+    /// This peer's address (its IPv6 /64) failed to authenticate too often
+    /// (`--auth-failure-limit`), and the key is not a correct one.
     #[error("too many failed authentications from this address; retry later")]
     TooManyFailures,
 }
@@ -119,8 +125,8 @@ impl Principal {
 pub struct AuthOptions {
     /// How long an answer is trusted (`--key-cache-ttl`).
     pub cache_ttl: Duration,
-    /// Failed authentications per peer address per `failure_window`; 0: no limit
-    /// (`--auth-failure-limit`).
+    /// Failed authentications per source (an IPv4 address, an IPv6 /64) per
+    /// `failure_window`; 0: no limit (`--auth-failure-limit`).
     pub failure_limit: u32,
     /// Over how long `failure_limit` refills (`--auth-failure-window`).
     pub failure_window: Duration,
@@ -128,7 +134,7 @@ pub struct AuthOptions {
     pub touch_interval: Duration,
 }
 
-/// Resolves credentials to principals, with caches, a failure limit per address and a
+/// Resolves credentials to principals, with caches, a failure limit per source and a
 /// background record of use.
 pub struct Authenticator {
     store: Arc<dyn Store>,
@@ -136,6 +142,7 @@ pub struct Authenticator {
     options: AuthOptions,
     answers: Answers,
     failures: limit::FailureLimit,
+    known: known::KnownSecrets,
     uses: Arc<touch::Uses>,
     keys_exist: Mutex<Option<(Instant, bool)>>,
 }
@@ -148,6 +155,7 @@ impl Authenticator {
             allow_without_keys,
             answers: Answers::new(options.cache_ttl),
             failures: limit::FailureLimit::new(options.failure_limit, options.failure_window),
+            known: known::KnownSecrets::default(),
             uses: Arc::default(),
             options,
             keys_exist: Mutex::new(None),
@@ -170,17 +178,18 @@ impl Authenticator {
     }
 
     /// The principal for an `authorization` header value (or its absence) from `peer`.
-    /// Every refusal counts against `peer`'s failure limit; over it, the refusal is
-    /// [`Refusal::TooManyFailures`].
+    /// Every refusal counts against the failure limit of `peer`'s source; over it, the
+    /// refusal is [`Refusal::TooManyFailures`].
     pub async fn authenticate(
         &self,
         header: Option<&[u8]>,
         peer: Option<IpAddr>,
     ) -> Result<Principal, AuthError> {
-        let answer = self.check(header, peer).await;
-        if let (Err(AuthError::Refused(refusal)), Some(peer)) = (&answer, peer)
-            && *refusal != Refusal::TooManyFailures
-            && !self.failures.fail(peer)
+        let source = peer.map(Source::from);
+        let answer = self.check(header, source).await;
+        // Recorded for a refusal made before any lookup too: that counts it as throttled.
+        if let (Err(AuthError::Refused(refusal)), Some(source)) = (&answer, source)
+            && (!self.failures.fail(source) || *refusal == Refusal::TooManyFailures)
         {
             return Err(Refusal::TooManyFailures.into());
         }
@@ -190,8 +199,9 @@ impl Authenticator {
     async fn check(
         &self,
         header: Option<&[u8]>,
-        peer: Option<IpAddr>,
+        source: Option<Source>,
     ) -> Result<Principal, AuthError> {
+        let arrived = tokio::time::Instant::now();
         let Some(header) = header else {
             if self.allow_without_keys && !self.any_keys().await? {
                 return Ok(Principal::default_tenant());
@@ -204,6 +214,7 @@ impl Authenticator {
             .ok_or(Refusal::NotBearer)?
             .trim();
         let (id, secret) = parse_key(key).ok_or(Refusal::MalformedKey)?;
+        let hash = hash_secret(secret);
         let digest: cache::KeyDigest = Sha256::digest(key.as_bytes()).into();
         match self.answers.get(&digest) {
             Cached::Good(known) => {
@@ -211,15 +222,21 @@ impl Authenticator {
                 return Ok(known.principal);
             }
             Cached::Bad(refusal) => return Err(refusal.into()),
-            // Worked before: looked up again even from a throttled address.
+            // Worked before: looked up again even from a throttled source.
             Cached::Stale => {}
+            // From a throttled source, looked up only if it is a stored key's id and secret.
             Cached::Miss => {
-                if peer.is_some_and(|p| self.failures.exhausted(p)) {
+                if source.is_some_and(|s| self.failures.exhausted(s))
+                    && !self
+                        .known
+                        .matches(self.store.as_ref(), id, &hash, arrived)
+                        .await?
+                {
                     return Err(Refusal::TooManyFailures.into());
                 }
             }
         }
-        let answer = self.look_up(id, &hash_secret(secret)).await?;
+        let answer = self.look_up(id, &hash).await?;
         self.answers.put(digest, &answer);
         let known = answer?;
         self.uses.record(&known.id);

@@ -20,6 +20,7 @@
 //! - [`janitor`] — prunes terminal receipts past their namespace's retention.
 //! - [`listener`] — connection limits: the cap, the first-bytes timeout, keepalive, age.
 //! - [`server`] — wiring: [`server::Application`], health, reflection, shutdown.
+//! - [`source`] — where a connection or call comes from, as per-source limits count it.
 //! - [`config`] — command line, `CLAIMD_*` environment and the policy file →
 //!   [`config::Config`].
 //! - [`telemetry`] — logs (one span per RPC) and Prometheus metrics (`/metrics`).
@@ -45,6 +46,7 @@ pub mod listener;
 mod private_fs;
 pub mod seal;
 pub mod server;
+pub mod source;
 pub mod store;
 pub mod telemetry;
 pub mod tls;

@@ -9,20 +9,37 @@
 //! wait in order), and a GOAWAY at the maximum connection age. What tonic lacks is done on
 //! the accepted-connection stream ([`Incoming`]) and its IO ([`LimitedIo`]):
 //!
-//! - **a connection cap**: every connection holds a semaphore permit until it closes; one
-//!   accepted beyond the cap is closed at once (the client sees the connection end and
-//!   retries, instead of hanging in the kernel's backlog);
+//! - **a connection cap, in all and per source**: every connection holds a semaphore permit
+//!   and a slot of its [`Source`] (an IPv4 address or an IPv6 /64, `crate::source`) until it
+//!   closes; one accepted beyond either is closed at once (the client sees the connection
+//!   end and retries, instead of hanging in the kernel's backlog), so one source cannot take
+//!   every slot;
+//! - **TLS handshakes in progress, in all and per source** ([`Handshakes`], used by
+//!   `tls::accept`): a connection beyond either is closed before its handshake starts, so
+//!   stalled handshakes cannot take every slot either;
 //! - **a first-bytes timeout**: a connection that has not sent [`PREFACE_LEN`] bytes — the
-//!   24-byte HTTP/2 preface and the header of the SETTINGS frame that must follow it (over
-//!   TLS: the start of the ClientHello) — within the timeout is closed, so neither an idle
-//!   socket nor one that sent only the preface holds a slot;
+//!   24-byte HTTP/2 preface and the header of the SETTINGS frame that must follow it —
+//!   within the timeout is closed, so neither an idle socket nor one that sent only the
+//!   preface holds a slot. Over TLS the bytes are counted after decryption
+//!   ([`LimitedIo::count_plaintext`]): the handshake and the first HTTP bytes after it must
+//!   both come within the timeout;
 //! - **the end of the grace after the maximum age**: tonic 0.14 either sends GOAWAY at the
 //!   age (no grace) or, with a grace, closes at age + grace without any GOAWAY. claimd asks
 //!   tonic for the GOAWAY and closes the connection itself once the grace is over too.
+//!
+//! Every connection closed by a limit is counted in `claimd_connections_refused_total` by
+//! the limit's name ([`Refused`]).
 
 mod io;
+mod refused;
+mod sources;
 
 pub use io::LimitedIo;
+pub use refused::{Refusals, Refused};
+pub use sources::{HandshakeSlot, Handshakes};
+
+use crate::source::Source;
+use sources::PerSource;
 
 use std::io::Result;
 use std::pin::Pin;
@@ -37,7 +54,7 @@ use tonic::transport::Server;
 
 /// Bytes a connection must send within the first-bytes timeout: the HTTP/2 connection
 /// preface (24 bytes) and the 9-byte header of the client's first SETTINGS frame
-/// (RFC 9113 §3.4). A real client sends them at once; a TLS ClientHello is longer.
+/// (RFC 9113 §3.4). A real client sends them at once.
 pub const PREFACE_LEN: usize = 24 + 9;
 
 /// How long the accept loop pauses after an accept error (e.g. out of file descriptors),
@@ -78,7 +95,14 @@ pub const MAX_LOCAL_ERROR_RESET_STREAMS: usize = 1024;
 pub struct ConnectionLimits {
     /// Most connections open at once; one more is closed as soon as it is accepted.
     pub max_connections: usize,
-    /// A connection that has not sent [`PREFACE_LEN`] bytes by then is closed.
+    /// Most connections open at once from one source (an IPv4 address, an IPv6 /64).
+    pub max_connections_per_source: usize,
+    /// Most TLS handshakes in progress at once (TLS listeners only).
+    pub max_tls_handshakes: usize,
+    /// Most TLS handshakes in progress at once from one source.
+    pub max_tls_handshakes_per_source: usize,
+    /// A connection that has not sent [`PREFACE_LEN`] bytes (over TLS: of HTTP, after the
+    /// handshake) by then is closed.
     pub first_bytes_timeout: Option<Duration>,
     /// How often an HTTP/2 PING is sent on a connection.
     pub keepalive_interval: Option<Duration>,
@@ -111,16 +135,20 @@ impl ConnectionLimits {
         }
     }
 
-    /// The connections `listener` accepts, each holding a slot of the cap until it closes
-    /// and closed by the first-bytes timeout and at age + grace.
+    /// The connections `listener` accepts, each holding a slot of the cap and of its
+    /// source's until it closes, and closed by the first-bytes timeout and at age + grace.
     pub fn incoming(&self, listener: TcpListener) -> Incoming {
         Incoming {
             listener,
             slots: Arc::new(Semaphore::new(self.max_connections)),
+            per_source: PerSource::new(self.max_connections_per_source),
+            handshakes: Handshakes::new(
+                self.max_tls_handshakes,
+                self.max_tls_handshakes_per_source,
+            ),
             limits: self.clone(),
             backoff: None,
-            refused: 0,
-            warned_at: None,
+            refusals: Refusals::default(),
         }
     }
 
@@ -137,29 +165,17 @@ impl ConnectionLimits {
 pub struct Incoming {
     listener: TcpListener,
     slots: Arc<Semaphore>,
+    per_source: Arc<PerSource>,
+    handshakes: Handshakes,
     limits: ConnectionLimits,
     backoff: Option<Pin<Box<Sleep>>>,
-    refused: u64,
-    warned_at: Option<Instant>,
+    refusals: Refusals,
 }
 
 impl Incoming {
-    /// Logs refusals at the cap: a warning at most once a minute, with how many there were.
-    fn note_refused(&mut self) {
-        self.refused += 1;
-        let now = Instant::now();
-        if self
-            .warned_at
-            .is_none_or(|at| now.duration_since(at) >= Duration::from_secs(60))
-        {
-            tracing::warn!(
-                refused = self.refused,
-                max_connections = self.limits.max_connections,
-                "connection cap reached: closing new connections"
-            );
-            self.warned_at = Some(now);
-            self.refused = 0;
-        }
+    /// The limits on this listener's TLS handshakes in progress (`tls::accept`).
+    pub fn handshakes(&self) -> Handshakes {
+        self.handshakes.clone()
     }
 }
 
@@ -173,18 +189,29 @@ impl Stream for Incoming {
             this.backoff = None;
         }
         loop {
-            let stream = match std::task::ready!(this.listener.poll_accept(cx)) {
-                Ok((stream, _peer)) => stream,
+            let (stream, source) = match std::task::ready!(this.listener.poll_accept(cx)) {
+                Ok((stream, peer)) => (stream, Source::from(peer.ip())),
                 Err(e) => {
                     this.backoff = Some(Box::pin(tokio::time::sleep(ACCEPT_BACKOFF)));
                     return Poll::Ready(Some(Err(e)));
                 }
             };
-            let Ok(slot) = this.slots.clone().try_acquire_owned() else {
-                // Dropping the stream closes it.
-                drop(stream);
-                this.note_refused();
-                continue;
+            // A source over its own cap is refused by it, whether or not the listener is full.
+            let held = match this.per_source.try_take(source) {
+                None => Err(Refused::PerSource),
+                Some(from_source) => match this.slots.clone().try_acquire_owned() {
+                    Ok(slot) => Ok((slot, from_source)),
+                    Err(_) => Err(Refused::MaxConnections),
+                },
+            };
+            let (slot, from_source) = match held {
+                Ok(held) => held,
+                Err(why) => {
+                    // Dropping the stream closes it.
+                    drop(stream);
+                    this.refusals.note(why);
+                    continue;
+                }
             };
             // gRPC answers are small frames written as they are ready: without this, Nagle's
             // algorithm holds one back until the client's delayed ACK (tens of ms).
@@ -194,7 +221,12 @@ impl Stream for Incoming {
             let accepted = Instant::now();
             let first_bytes_by = this.limits.first_bytes_timeout.map(|t| accepted + t);
             let closes_at = this.limits.closes_at(accepted);
-            let io = LimitedIo::new(stream, slot, first_bytes_by, closes_at);
+            let io = LimitedIo::new(
+                stream,
+                io::Held::new(slot, from_source, source),
+                first_bytes_by,
+                closes_at,
+            );
             return Poll::Ready(Some(Ok(io)));
         }
     }
@@ -207,6 +239,9 @@ mod tests {
     fn limits() -> ConnectionLimits {
         ConnectionLimits {
             max_connections: 2,
+            max_connections_per_source: 1,
+            max_tls_handshakes: 2,
+            max_tls_handshakes_per_source: 1,
             first_bytes_timeout: Some(Duration::from_secs(1)),
             keepalive_interval: None,
             keepalive_timeout: Duration::from_secs(1),

@@ -53,7 +53,8 @@ async fn serve(args: claimd::config::ServeArgs) -> anyhow::Result<()> {
 }
 
 /// `claimd reseal`: every row's payloads sealed again in the current format under the
-/// current key; with `--dry-run`, only counted (printed on stdout).
+/// current key; with `--dry-run`, only counted (printed on stdout). Either exits 1 when
+/// rows did not open.
 async fn reseal(args: claimd::config::ResealArgs) -> anyhow::Result<()> {
     claimd::telemetry::init(LogFormat::Text);
     let url = args.database.url()?;
@@ -74,6 +75,14 @@ async fn reseal(args: claimd::config::ResealArgs) -> anyhow::Result<()> {
             total.old_key,
             total.plaintext
         );
+        // A dry run is a pre-flight check: rows the real run would leave fail it as well.
+        if total.unreadable > 0 {
+            anyhow::bail!(
+                "{} rows did not open with the configured keys (see the warnings above); the \
+                 real run would leave them as they are: add the key they were sealed under",
+                total.unreadable
+            );
+        }
         return Ok(());
     }
     if total.unreadable > 0 {

@@ -26,7 +26,8 @@ pub use format::{
     FORMAT_AES_GCM, FORMAT_PLAINTEXT, FORMAT_SEALED, FORMAT_XCHACHA, Standing, stored_key_id,
 };
 pub use keyfile::{
-    KEY_FILE_NAME, load as load_key_file, load_or_create as load_or_create_key_file,
+    KEY_FILE_NAME, load as load_key_file, load_in_data_dir as load_data_dir_key_file,
+    load_or_create as load_or_create_key_file,
 };
 pub use ring::{KEY_LEN, KeyError, KeyId, KeyPosition, KeyRing, encode_key, generate_key};
 

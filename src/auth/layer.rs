@@ -1,7 +1,7 @@
 //! The tower layer that authenticates every call on the main listener before any service
 //! sees it, except health Check and Watch ([`OPEN_PATHS`]); refusals are answered with the
 //! status `api/error.rs` maps them to. The peer's IP address (from tonic's connection info,
-//! plaintext or TLS) is what the failed-authentication limit counts by.
+//! plaintext or TLS) gives the source the failed-authentication limit counts by.
 
 use super::Authenticator;
 use std::net::IpAddr;

@@ -122,7 +122,8 @@ pub struct ResealArgs {
     #[arg(long, env = "CLAIMD_RESEAL_BATCH_SIZE", default_value_t = defaults::RESEAL_BATCH)]
     pub batch_size: u32,
     /// Scan the same batches and print how many rows and values would be sealed again (in
-    /// the old format, under an old key, in plaintext), writing nothing.
+    /// the old format, under an old key, in plaintext), writing nothing; exits 1, as the
+    /// real run does, when rows do not open with the keys given.
     #[arg(long)]
     pub dry_run: bool,
 }

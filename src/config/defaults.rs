@@ -51,6 +51,15 @@ pub const RESEAL_BATCH: u32 = 500;
 /// `--max-connections`: well above what a few client pools open, below a common open-file
 /// limit of 1024 (the database pool and files need descriptors too).
 pub const MAX_CONNECTIONS: u32 = 1000;
+/// `--max-connections-per-source`: a tenth of the cap, so ten sources are needed to fill
+/// it; far more than a client's pool opens.
+pub const MAX_CONNECTIONS_PER_SOURCE: u32 = 100;
+/// `--max-tls-handshakes`: a quarter of the cap: stalled handshakes leave three quarters to
+/// connections whose handshake is done (under mTLS: clients with a valid certificate).
+pub const MAX_TLS_HANDSHAKES: u32 = 250;
+/// `--max-tls-handshakes-per-source`: a handshake takes a round trip or two, so a client
+/// seldom has more than a few in progress.
+pub const MAX_TLS_HANDSHAKES_PER_SOURCE: u32 = 32;
 /// `--first-bytes-timeout`: a client sends the HTTP/2 preface at once.
 pub const FIRST_BYTES_TIMEOUT: &str = "10s";
 /// `--keepalive-interval`.

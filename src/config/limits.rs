@@ -17,8 +17,26 @@ pub struct LimitArgs {
     #[arg(long, env = "CLAIMD_MAX_CONNECTIONS", default_value_t = defaults::MAX_CONNECTIONS,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: u32,
-    /// A connection that has not sent the HTTP/2 preface (or the start of a TLS handshake)
-    /// within this is closed; 0 turns it off.
+    /// Most connections open at once from one source (per listener): an IPv4 address, or an
+    /// IPv6 /64. One more from it is closed as soon as it is accepted, so one source cannot
+    /// take every connection. Behind a proxy or NAT every client shares one source: raise it.
+    #[arg(long, env = "CLAIMD_MAX_CONNECTIONS_PER_SOURCE",
+          default_value_t = defaults::MAX_CONNECTIONS_PER_SOURCE,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections_per_source: u32,
+    /// Most TLS handshakes in progress at once; a connection beyond it is closed before its
+    /// handshake starts, so stalled handshakes cannot take every connection.
+    #[arg(long, env = "CLAIMD_MAX_TLS_HANDSHAKES", default_value_t = defaults::MAX_TLS_HANDSHAKES,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tls_handshakes: u32,
+    /// Most TLS handshakes in progress at once from one source (an IPv4 address, an IPv6
+    /// /64); a connection beyond it is closed before its handshake starts.
+    #[arg(long, env = "CLAIMD_MAX_TLS_HANDSHAKES_PER_SOURCE",
+          default_value_t = defaults::MAX_TLS_HANDSHAKES_PER_SOURCE,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tls_handshakes_per_source: u32,
+    /// A connection that has not sent the HTTP/2 preface (over TLS: the handshake and then
+    /// the first bytes of HTTP) within this is closed; 0 turns it off.
     #[arg(long, env = "CLAIMD_FIRST_BYTES_TIMEOUT", default_value = defaults::FIRST_BYTES_TIMEOUT,
           value_parser = parse_duration)]
     pub first_bytes_timeout: Duration,
@@ -76,6 +94,9 @@ impl LimitArgs {
         }
         Ok(ConnectionLimits {
             max_connections: self.max_connections as usize,
+            max_connections_per_source: self.max_connections_per_source as usize,
+            max_tls_handshakes: self.max_tls_handshakes as usize,
+            max_tls_handshakes_per_source: self.max_tls_handshakes_per_source as usize,
             first_bytes_timeout: unless_zero(self.first_bytes_timeout),
             keepalive_interval: unless_zero(self.keepalive_interval),
             keepalive_timeout: self.keepalive_timeout,
@@ -104,6 +125,15 @@ mod tests {
         let d = |text: &str| parse_duration(text).unwrap();
         let limits = parse(&[]).unwrap();
         assert_eq!(limits.max_connections, defaults::MAX_CONNECTIONS as usize);
+        let per_source = defaults::MAX_CONNECTIONS_PER_SOURCE as usize;
+        assert_eq!(limits.max_connections_per_source, per_source);
+        assert!(per_source < limits.max_connections);
+        let handshakes = defaults::MAX_TLS_HANDSHAKES as usize;
+        assert_eq!(limits.max_tls_handshakes, handshakes);
+        assert!(handshakes < limits.max_connections);
+        let handshakes_per_source = defaults::MAX_TLS_HANDSHAKES_PER_SOURCE as usize;
+        assert_eq!(limits.max_tls_handshakes_per_source, handshakes_per_source);
+        assert!(handshakes_per_source < per_source && handshakes_per_source < handshakes);
         let first_bytes = Some(d(defaults::FIRST_BYTES_TIMEOUT));
         assert_eq!(limits.first_bytes_timeout, first_bytes);
         let keepalive = Some(d(defaults::KEEPALIVE_INTERVAL));
@@ -138,6 +168,9 @@ mod tests {
         assert_eq!(off.max_connection_age, None);
         for flag in [
             "--max-connections",
+            "--max-connections-per-source",
+            "--max-tls-handshakes",
+            "--max-tls-handshakes-per-source",
             "--max-concurrent-streams",
             "--max-calls-per-connection",
             "--list-page-bytes",
@@ -152,6 +185,9 @@ mod tests {
     fn limits_read_their_flags() {
         let limits = parse(&[
             "--max-connections=8",
+            "--max-connections-per-source=3",
+            "--max-tls-handshakes=5",
+            "--max-tls-handshakes-per-source=2",
             "--first-bytes-timeout=1s",
             "--keepalive-interval=2s",
             "--keepalive-timeout=500ms",
@@ -162,6 +198,9 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(limits.max_connections, 8);
+        assert_eq!(limits.max_connections_per_source, 3);
+        assert_eq!(limits.max_tls_handshakes, 5);
+        assert_eq!(limits.max_tls_handshakes_per_source, 2);
         assert_eq!(limits.first_bytes_timeout, Some(Duration::from_secs(1)));
         assert_eq!(limits.keepalive_interval, Some(Duration::from_secs(2)));
         assert_eq!(limits.keepalive_timeout, Duration::from_millis(500));

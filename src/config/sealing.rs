@@ -94,9 +94,14 @@ impl SealArgs {
             .unwrap_or(std::path::Path::new(""))
             .join(seal::KEY_FILE_NAME);
         if usage == KeyUse::Reseal {
-            return match path.exists() {
-                true => Ok(Some(seal::load_key_file(&path)?)),
-                false => Ok(None),
+            return match seal::load_data_dir_key_file(&path) {
+                Ok(ring) => Ok(Some(ring)),
+                Err(seal::KeyError::File { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    Ok(None)
+                }
+                Err(e) => Err(e.into()),
             };
         }
         let (ring, created) = seal::load_or_create_key_file(&path)?;

@@ -1,8 +1,12 @@
-//! [`LimitedIo`]: an accepted TCP connection that holds its slot of the connection cap until
-//! it is dropped, and fails every read and write — so the server closes it — once it missed
-//! the first-bytes timeout or outlived its maximum age plus grace.
+//! [`LimitedIo`]: an accepted TCP connection that holds its slots of the connection caps
+//! until it is dropped, and fails every read and write — so the server closes it — once it
+//! missed the first-bytes timeout or outlived its maximum age plus grace. Over TLS the first
+//! bytes are the decrypted ones, which the TLS stream above reports
+//! ([`LimitedIo::count_plaintext`], [`LimitedIo::note_plaintext`]).
 
 use super::PREFACE_LEN;
+use super::sources::SourceSlot;
+use crate::source::Source;
 use std::io::{Error, ErrorKind, IoSlice, Result};
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -21,23 +25,52 @@ enum Phase {
     Serving,
 }
 
+/// Which bytes count towards [`PREFACE_LEN`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Counting {
+    /// The bytes read from the socket (plaintext HTTP).
+    Socket,
+    /// The decrypted bytes the TLS stream above reports; the handshake's do not count.
+    Plaintext,
+}
+
+/// What an accepted connection holds until it closes: its slot of the listener's cap and
+/// its slot of its source's.
+pub(super) struct Held {
+    _slot: OwnedSemaphorePermit,
+    _from_source: SourceSlot,
+    source: Source,
+}
+
+impl Held {
+    /// `slot` of the cap and `from_source` of `source`'s.
+    pub(super) fn new(slot: OwnedSemaphorePermit, from_source: SourceSlot, source: Source) -> Held {
+        Held {
+            _slot: slot,
+            _from_source: from_source,
+            source,
+        }
+    }
+}
+
 /// An accepted connection under the listener's limits (see the module docs of
 /// `crate::listener`).
 pub struct LimitedIo {
     io: TcpStream,
     phase: Phase,
+    counting: Counting,
     read: usize,
     deadline: Option<Pin<Box<Sleep>>>,
     closes_at: Option<Instant>,
-    _slot: OwnedSemaphorePermit,
+    held: Held,
 }
 
 impl LimitedIo {
-    /// `io` holding `slot`; closed at `first_bytes_by` unless it sent the preface by then,
+    /// `io` holding `held`; closed at `first_bytes_by` unless it sent the preface by then,
     /// and at `closes_at` in any case.
     pub(super) fn new(
         io: TcpStream,
-        slot: OwnedSemaphorePermit,
+        held: Held,
         first_bytes_by: Option<Instant>,
         closes_at: Option<Instant>,
     ) -> LimitedIo {
@@ -49,10 +82,30 @@ impl LimitedIo {
         LimitedIo {
             io,
             phase: Phase::Preface,
+            counting: Counting::Socket,
             read: 0,
             deadline: first.map(|at| Box::pin(tokio::time::sleep_until(at))),
             closes_at,
-            _slot: slot,
+            held,
+        }
+    }
+
+    /// Where the connection comes from.
+    pub fn source(&self) -> Source {
+        self.held.source
+    }
+
+    /// From now on only the bytes reported by [`LimitedIo::note_plaintext`] count towards
+    /// the first bytes: called before a TLS handshake, so that neither a ClientHello nor a
+    /// finished handshake followed by silence passes the first-bytes timeout.
+    pub fn count_plaintext(&mut self) {
+        self.counting = Counting::Plaintext;
+    }
+
+    /// Counts `n` decrypted bytes the TLS stream above read from this connection.
+    pub fn note_plaintext(&mut self, n: usize) {
+        if self.counting == Counting::Plaintext {
+            self.note_read(n);
         }
     }
 
@@ -64,7 +117,7 @@ impl LimitedIo {
             return None;
         }
         let why = match self.phase {
-            Phase::Preface => "no HTTP/2 preface within the first-bytes timeout",
+            Phase::Preface => "no HTTP preface within the first-bytes timeout",
             Phase::Serving => "the connection's maximum age and grace are over",
         };
         Some(Error::new(ErrorKind::TimedOut, why))
@@ -104,7 +157,9 @@ impl AsyncRead for LimitedIo {
         }
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.io).poll_read(cx, buf);
-        if let Poll::Ready(Ok(())) = polled {
+        if let Poll::Ready(Ok(())) = polled
+            && self.counting == Counting::Socket
+        {
             let n = buf.filled().len() - before;
             self.note_read(n);
         }

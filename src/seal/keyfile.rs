@@ -4,14 +4,25 @@
 //! leaves a half-written key file and two processes starting at once end up with the same
 //! key. The temporary file is created exclusively (`O_CREAT|O_EXCL`, `O_NOFOLLOW`, 0600):
 //! a file or symlink left at its name is removed (never followed or reused) and creation
-//! tried once more. A key file readable by group or others is refused (docs/DESIGN.md §3.6.2).
+//! tried once more.
+//!
+//! A key file is checked on the open file itself (docs/DESIGN.md §3.6.2): a regular file,
+//! owned by the user claimd runs as, that group and others cannot access; otherwise it is
+//! refused with a message naming it and saying what to do. The data directory's `seal.key`
+//! must also not be a symbolic link (one could lend claimd another user's key); a file named
+//! with `--seal-key-file` may be one (mounted secrets are), the operator chose its path.
 
 use super::ring::{KeyError, KeyRing, encode_key, generate_key};
-use std::io::Write;
+use crate::private_fs::Links;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 /// The name of the generated key file, beside the embedded database.
 pub const KEY_FILE_NAME: &str = "seal.key";
+
+/// What to do about a symbolic link at the data directory's key file.
+const KEY_FILE_LINK: &str = "put the key file itself there (owned by the user claimd runs as, \
+     mode 600), or name the file with --seal-key-file";
 
 fn file_error(path: &Path) -> impl FnOnce(std::io::Error) -> KeyError + '_ {
     move |source| KeyError::File {
@@ -20,13 +31,28 @@ fn file_error(path: &Path) -> impl FnOnce(std::io::Error) -> KeyError + '_ {
     }
 }
 
-/// Reads the key ring in `path`; refuses a file that group or others may access (the
-/// error names the file and says to `chmod 600` it).
+/// Reads the key ring in `path` (`--seal-key-file`: a symbolic link is followed); refuses a
+/// file that group or others may access (the error names the file and says to `chmod 600`
+/// it) or that another user owns.
 pub fn load(path: &Path) -> Result<KeyRing, KeyError> {
+    read(path, Links::Follow)
+}
+
+/// Reads the key ring of the data directory's key file `path`, as [`load`] does but
+/// refusing a symbolic link.
+pub fn load_in_data_dir(path: &Path) -> Result<KeyRing, KeyError> {
+    read(path, Links::Refuse(KEY_FILE_LINK))
+}
+
+fn read(path: &Path, links: Links) -> Result<KeyRing, KeyError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    let (mut file, meta) =
+        crate::private_fs::open(path, &mut options, links).map_err(file_error(path))?;
+    crate::private_fs::owned_by_this_user(&meta).map_err(file_error(path))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let meta = std::fs::metadata(path).map_err(file_error(path))?;
         let mode = meta.permissions().mode() & 0o777;
         if mode & 0o077 != 0 {
             let reason = format!(
@@ -38,7 +64,8 @@ pub fn load(path: &Path) -> Result<KeyRing, KeyError> {
             return Err(file_error(path)(denied));
         }
     }
-    let text = std::fs::read_to_string(path).map_err(file_error(path))?;
+    let mut text = String::new();
+    file.read_to_string(&mut text).map_err(file_error(path))?;
     KeyRing::parse_file(&text).map_err(|e| match e {
         KeyError::Empty => KeyError::File {
             path: path.to_owned(),
@@ -48,11 +75,12 @@ pub fn load(path: &Path) -> Result<KeyRing, KeyError> {
     })
 }
 
-/// Reads the key ring in `path`, first generating a file with one new key (mode 0600) if
-/// there is none. Returns the ring and whether the file was created now.
+/// Reads the key ring of the data directory's key file `path` (as [`load_in_data_dir`]),
+/// first generating a file with one new key (mode 0600) if there is none. Returns the ring and whether the file was created now.
 pub fn load_or_create(path: &Path) -> Result<(KeyRing, bool), KeyError> {
-    if path.exists() {
-        return Ok((load(path)?, false));
+    match load_in_data_dir(path) {
+        Err(KeyError::File { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+        loaded => return Ok((loaded?, false)),
     }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         crate::private_fs::create_dir_all(dir).map_err(file_error(dir))?;
@@ -67,10 +95,13 @@ pub fn load_or_create(path: &Path) -> Result<(KeyRing, bool), KeyError> {
                 // Make the new directory entry durable; failing that, the file is still there.
                 let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
             }
-            Ok((load(path)?, true))
+            Ok((load_in_data_dir(path)?, true))
         }
-        // Another process created it first: use its key.
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok((load(path)?, false)),
+        // Another process created it first (or something else is there): use it if it is a
+        // key file of ours.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            Ok((load_in_data_dir(path)?, false))
+        }
         Err(e) => Err(file_error(path)(e)),
     }
 }

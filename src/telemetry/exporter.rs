@@ -52,6 +52,16 @@ pub const CLAIM_WAKEUPS: &str = "claimd_claim_wakeups_total";
 /// `claimd_claim_waits_total{ended}`: how waits ended (`telemetry::waits::Ended`).
 pub const CLAIM_WAITS: &str = "claimd_claim_waits_total";
 
+/// `claimd_connections_refused_total{reason}`: connections closed as soon as they were
+/// accepted, by the limit that closed them (`listener::Refused`).
+pub const CONNECTIONS_REFUSED: &str = "claimd_connections_refused_total";
+/// `claimd_auth_throttled_sources_total`: times a source (an IPv4 address, an IPv6 /64) ran
+/// out of failed authentications (`--auth-failure-limit`).
+pub const AUTH_THROTTLED_SOURCES: &str = "claimd_auth_throttled_sources_total";
+/// `claimd_auth_throttled_total`: calls refused because their source ran out of failed
+/// authentications.
+pub const AUTH_THROTTLED: &str = "claimd_auth_throttled_total";
+
 /// The `kind` values ([`crate::store::StoreError::kind`]) of the failures [`STORE_ERRORS`]
 /// counts, registered at zero so rates exist from the start.
 pub const STORE_ERROR_KINDS: [&str; 5] =
@@ -138,6 +148,24 @@ fn describe() {
         "Waits of Claims with wait, by how they ended (settled, claimed, timed_out, drained, \
          full, abandoned)"
     );
+    describe_counter!(
+        CONNECTIONS_REFUSED,
+        "Connections closed as soon as they were accepted, by the limit that closed them \
+         (max_connections, per_source, tls_handshakes, tls_handshakes_per_source)"
+    );
+    for reason in crate::listener::Refused::ALL {
+        metrics::counter!(CONNECTIONS_REFUSED, "reason" => reason.name()).increment(0);
+    }
+    describe_counter!(
+        AUTH_THROTTLED_SOURCES,
+        "Times a source (an IPv4 address or an IPv6 /64) ran out of failed authentications"
+    );
+    describe_counter!(
+        AUTH_THROTTLED,
+        "Calls refused because their source ran out of failed authentications"
+    );
+    metrics::counter!(AUTH_THROTTLED_SOURCES).increment(0);
+    metrics::counter!(AUTH_THROTTLED).increment(0);
     metrics::gauge!(CLAIM_WAITING).set(0.0);
     for ended in super::waits::Ended::ALL {
         metrics::counter!(CLAIM_WAITS, "ended" => ended.name()).increment(0);

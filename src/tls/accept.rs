@@ -5,8 +5,14 @@
 //! within [`super::HANDSHAKE_TIMEOUT`]) on the connections the listener's [`Incoming`]
 //! hands out and yields [`Conn`]s, offering `h2` first and `http/1.1`; plaintext
 //! connections pass through it untouched.
+//!
+//! A handshake holds a slot of the listener's [`Handshakes`] (`--max-tls-handshakes`, and
+//! `--max-tls-handshakes-per-source` of its source) until it is done: a connection beyond
+//! either is closed before its handshake starts. From the handshake on, the first-bytes
+//! timeout counts decrypted bytes only ([`LimitedIo::count_plaintext`]): a ClientHello does
+//! not pass it, and neither does a handshake followed by silence.
 
-use crate::listener::{Incoming, LimitedIo};
+use crate::listener::{Handshakes, Incoming, LimitedIo, Refusals};
 use futures_util::stream::{FuturesUnordered, Stream, StreamExt};
 use std::io::{IoSlice, Result};
 use std::pin::Pin;
@@ -31,6 +37,8 @@ type Handshake = Pin<Box<dyn Future<Output = Option<Conn>> + Send>>;
 pub struct Accepting {
     incoming: Incoming,
     acceptor: Option<TlsAcceptor>,
+    limits: Handshakes,
+    refusals: Refusals,
     handshakes: FuturesUnordered<Handshake>,
 }
 
@@ -38,8 +46,10 @@ impl Accepting {
     /// `incoming`'s connections, each through a TLS handshake with `tls` if it is set.
     pub fn new(incoming: Incoming, tls: Option<Arc<rustls::ServerConfig>>) -> Accepting {
         Accepting {
+            limits: incoming.handshakes(),
             incoming,
             acceptor: tls.map(TlsAcceptor::from),
+            refusals: Refusals::default(),
             handshakes: FuturesUnordered::new(),
         }
     }
@@ -59,9 +69,21 @@ impl Stream for Accepting {
         // Start a handshake for every connection accepted since the last poll.
         while let Poll::Ready(next) = this.incoming.poll_next_unpin(cx) {
             match next {
-                Some(Ok(io)) => {
+                Some(Ok(mut io)) => {
+                    let slot = match this.limits.try_start(io.source()) {
+                        Ok(slot) => slot,
+                        Err(why) => {
+                            // Dropping the connection closes it.
+                            drop(io);
+                            this.refusals.note(why);
+                            continue;
+                        }
+                    };
+                    io.count_plaintext();
                     let accept = acceptor.accept(io);
                     this.handshakes.push(Box::pin(async move {
+                        // Held until the handshake is over, however it ends.
+                        let _slot = slot;
                         match tokio::time::timeout(super::HANDSHAKE_TIMEOUT, accept).await {
                             Ok(Ok(tls)) => Some(Conn::Tls(Box::new(tls))),
                             Ok(Err(e)) => {
@@ -107,7 +129,15 @@ impl AsyncRead for Conn {
     ) -> Poll<Result<()>> {
         match self.get_mut() {
             Conn::Plain(io) => Pin::new(io).poll_read(cx, buf),
-            Conn::Tls(tls) => Pin::new(tls.as_mut()).poll_read(cx, buf),
+            Conn::Tls(tls) => {
+                let before = buf.filled().len();
+                let polled = Pin::new(tls.as_mut()).poll_read(cx, buf);
+                if let Poll::Ready(Ok(())) = polled {
+                    let n = buf.filled().len() - before;
+                    tls.get_mut().0.note_plaintext(n);
+                }
+                polled
+            }
         }
     }
 }

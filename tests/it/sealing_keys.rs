@@ -182,6 +182,30 @@ async fn reseal_leaves_rows_it_cannot_open_as_they_are_and_exits_non_zero(backen
     );
 }
 
+async fn a_dry_run_that_counts_unreadable_rows_exits_non_zero_too(backend: Backend) {
+    let (url, _dir) = backend.fresh_database().await;
+    let lost = generate_key();
+    let app = serving(&url, &[lost]).await;
+    claim_token(&app, "Ev-lost", b"sealed under a key that is gone").await;
+    app.shutdown().await;
+    let before = raw::rows(&url).await;
+
+    let output = claimd()
+        .args(["reseal", "--dry-run", "--database-url", &url])
+        .env("CLAIMD_SEAL_KEYS", TEST_SEAL_KEY)
+        .output()
+        .expect("claimd reseal --dry-run runs");
+    let (stdout, log) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    // A pre-flight check in a script: the counts are printed, and the exit status fails it.
+    assert_eq!(output.status.code(), Some(1), "{stdout}\n{log}");
+    assert!(stdout.contains("unreadable=1"), "{stdout}");
+    assert!(log.contains("did not open"), "{log}");
+    assert_eq!(raw::rows(&url).await[0].blobs, before[0].blobs);
+}
+
 /// The keys of every orphan ListOrphaned lists for the namespace, an hour from now.
 async fn orphans(app: &TestApp) -> Vec<String> {
     app.advance(std::time::Duration::from_secs(3600));
@@ -237,6 +261,7 @@ async fn an_orphan_under_a_removed_key_is_skipped_and_listed_again_once_the_key_
 conformance!(
     rotation_keeps_old_rows_readable_and_reseal_moves_them_to_the_new_key,
     reseal_leaves_rows_it_cannot_open_as_they_are_and_exits_non_zero,
+    a_dry_run_that_counts_unreadable_rows_exits_non_zero_too,
     an_orphan_under_a_removed_key_is_skipped_and_listed_again_once_the_key_is_back,
 );
 

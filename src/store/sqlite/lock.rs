@@ -1,7 +1,9 @@
 //! One claimd per SQLite file: an exclusive lock on `<database>.lock`, holding the owner's
 //! process id so a second process can say who holds it. The lock file is 0600 (created so,
-//! tightened if an older claimd left it wider).
+//! tightened on the open file if an older claimd left it wider); a symbolic link at its
+//! name is refused, never followed (the file is truncated and written).
 
+use crate::private_fs::Links;
 use crate::store::StoreError;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
@@ -19,13 +21,9 @@ pub fn lock(database: &Path) -> Result<FileLock, StoreError> {
     let path = lock_path(database);
     let mut options = OpenOptions::new();
     options.read(true).write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let opened = options.open(&path).and_then(|file| {
-        crate::private_fs::restrict(&path)?;
+    let links = Links::Refuse("remove it (claimd creates the lock file itself)");
+    let opened = crate::private_fs::open(&path, &mut options, links).and_then(|(file, meta)| {
+        crate::private_fs::tighten(&file, &meta)?;
         Ok(file)
     });
     let dir = path.parent().unwrap_or(Path::new("."));

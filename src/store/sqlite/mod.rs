@@ -11,6 +11,8 @@
 //! before SQLite opens anything the database file is created 0600 (or tightened to 0600,
 //! with any `-wal` and `-shm` left by an earlier run), so the `-wal` and `-shm` SQLite
 //! creates take the database file's mode, as SQLite's Unix VFS does for its journal files.
+//! A symbolic link at any of those names, or at the lock file's, stops claimd at start
+//! (`crate::private_fs`).
 //! An existing directory is not changed (through `--database-url` it may be shared, as
 //! `/tmp` is): the files in it are what is protected.
 
@@ -119,8 +121,17 @@ impl SqliteDriver {
     }
 }
 
+/// What to do about a symbolic link at the database's name.
+const DATABASE_LINK: &str = "put the database file itself there, or point --data-dir \
+     (--database-url) at the directory that holds it";
+/// What to do about a symbolic link at the name of its `-wal` or `-shm`.
+const JOURNAL_LINK: &str = "with claimd stopped, remove the link (SQLite creates the file \
+     beside the database), or put the file itself there if it belongs to this database";
+
 /// Creates the database file 0600 if it is missing and makes it and its `-wal` and `-shm`
-/// 0600 if they are wider, before SQLite opens them.
+/// 0600 if they are wider, before SQLite opens them, on the open files. A symbolic link at
+/// any of the three names is refused: SQLite would follow it and make the other two beside
+/// its target, wherever that is.
 fn private_files(database: &Path) -> Result<(), StoreError> {
     let name = database.as_os_str();
     if name.is_empty() || name == ":memory:" {
@@ -135,11 +146,15 @@ fn private_files(database: &Path) -> Result<(), StoreError> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(fail(database, e)),
     }
-    for suffix in ["", "-wal", "-shm"] {
+    for (suffix, remedy) in [
+        ("", DATABASE_LINK),
+        ("-wal", JOURNAL_LINK),
+        ("-shm", JOURNAL_LINK),
+    ] {
         let mut path = name.to_owned();
         path.push(suffix);
         let path = std::path::PathBuf::from(path);
-        crate::private_fs::restrict(&path).map_err(|e| fail(&path, e))?;
+        crate::private_fs::restrict(&path, remedy).map_err(|e| fail(&path, e))?;
     }
     Ok(())
 }
