@@ -182,10 +182,17 @@ impl Application {
         // HTTP/1.1 too: Connect's JSON form over plain HTTP (`connect`) and gRPC-Web.
         let connect = crate::connect::ConnectLayer::new()?;
         let cors = crate::connect::cors(&self.config.cors_allow_origins);
+        // Nothing reads a body before `auth`; the body limits apply once something does.
+        let bodies = crate::body_limit::BodyLimitLayer::new(self.config.bodies);
+        let mut auth_layer = AuthLayer::new(auth.clone());
+        if !self.config.allow_unauthenticated {
+            auth_layer = auth_layer.local_only(&self.config.cors_allow_origins);
+        }
         let server = tokio::spawn(
             builder
                 .accept_http1(true)
                 .layer(tower::util::option_layer(cors))
+                .layer(bodies)
                 .layer(connect)
                 .layer(tonic_web::GrpcWebLayer::new())
                 .layer(crate::telemetry::RpcLayer)
@@ -197,7 +204,7 @@ impl Application {
                 ))
                 .layer(drain.clone())
                 .layer(DeadlineLayer)
-                .layer(AuthLayer::new(auth.clone()))
+                .layer(auth_layer)
                 .add_service(health_service)
                 .add_service(reflection_v1)
                 .add_service(reflection_v1alpha)
