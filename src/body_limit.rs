@@ -1,5 +1,5 @@
 //! What reading a request body may cost (docs/DESIGN.md §5.10), on every protocol of the
-//! main listener — gRPC, gRPC-Web and the Connect door: a tower layer, outside every other,
+//! gRPC listeners — gRPC, gRPC-Web and the Connect door: a tower layer, outside every other,
 //! that wraps each request's body in a [`LimitedBody`] and reads nothing itself. The body
 //! is read only when a service decodes it, which is after authentication, so a caller
 //! without a valid key is answered from its headers and costs no body bytes. Once read:
@@ -64,7 +64,7 @@ pub enum BodyRefused {
     },
 }
 
-/// The body limits of the main listener (from `--body-read-timeout`,
+/// The body limits of the gRPC listeners (from `--body-read-timeout`,
 /// `--max-buffered-body-bytes` and `--max-buffered-body-bytes-per-source`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BodyLimits {

@@ -223,7 +223,7 @@ pub struct Config {
     pub key_cache_ttl: Duration,
     /// The limits of each gRPC listener's connections.
     pub connections: crate::listener::ConnectionLimits,
-    /// What reading request bodies may cost on the main listener.
+    /// What reading request bodies may cost on the gRPC listeners.
     pub bodies: crate::body_limit::BodyLimits,
     /// Most bytes of receipts in one List or ListOrphaned page.
     pub list_page_bytes: usize,
