@@ -35,11 +35,14 @@ mod key;
 mod known;
 mod layer;
 mod limit;
+mod local;
 mod touch;
 use cache::{Answers, Cached, Known};
 use key::hash_secret;
 pub use key::{GeneratedKey, generate_key, parse_key};
+pub(crate) use layer::peer_ip;
 pub use layer::{AuthLayer, AuthService};
+pub use local::WebProtocol;
 
 /// Every key starts with this, so leaked keys are easy to find in code and logs scanners.
 pub const KEY_PREFIX: &str = "claimd_";
@@ -78,6 +81,21 @@ pub enum Refusal {
     /// (`--auth-failure-limit`), and the key is not a correct one.
     #[error("too many failed authentications from this address; retry later")]
     TooManyFailures,
+    /// Protected mode: a call without credentials addressed to another host than this
+    /// machine (a `Host` other than `localhost` or a loopback address: DNS rebinding).
+    #[error(
+        "no API key exists yet: a call without one is served only when addressed to \
+         localhost or a loopback address (Host or :authority); create a key with `claimd \
+         keys create`"
+    )]
+    NotLocalHost,
+    /// Protected mode: a call without credentials from a browser page of an origin not
+    /// in `--cors-allow-origin`.
+    #[error(
+        "no API key exists yet: a call without one from a browser page is served only for \
+         the origins of --cors-allow-origin; create a key with `claimd keys create`"
+    )]
+    ForeignOrigin,
 }
 
 /// Why authentication failed: a refusal, or the key store could not answer.
@@ -261,6 +279,12 @@ impl Authenticator {
                 namespaces: stored.namespaces,
             },
         }))
+    }
+
+    /// Whether a call without credentials would be served as tenant `default` now
+    /// (protected mode: no key exists, and calls without one are allowed).
+    pub(crate) async fn serves_anonymous(&self) -> Result<bool, StoreError> {
+        Ok(self.allow_without_keys && !self.any_keys().await?)
     }
 
     async fn any_keys(&self) -> Result<bool, StoreError> {

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod auth;
+mod bodies;
 mod database;
 pub mod defaults;
 pub mod duration;
@@ -23,6 +24,7 @@ mod metrics;
 pub mod policies;
 mod sealing;
 pub use auth::AuthArgs;
+pub use bodies::BodyArgs;
 pub use database::{DatabaseArgs, ResealArgs};
 pub use duration::parse_duration;
 pub use limits::LimitArgs;
@@ -119,6 +121,9 @@ pub struct ServeArgs {
     /// Connection and page limits.
     #[command(flatten)]
     pub limits: LimitArgs,
+    /// Request-body limits: the read timeout and the buffered bytes.
+    #[command(flatten)]
+    pub bodies: BodyArgs,
     /// Do not apply migrations at start.
     #[arg(long, env = "CLAIMD_NO_MIGRATE")]
     pub no_migrate: bool,
@@ -218,6 +223,8 @@ pub struct Config {
     pub key_cache_ttl: Duration,
     /// The limits of each gRPC listener's connections.
     pub connections: crate::listener::ConnectionLimits,
+    /// What reading request bodies may cost on the gRPC listeners.
+    pub bodies: crate::body_limit::BodyLimits,
     /// Most bytes of receipts in one List or ListOrphaned page.
     pub list_page_bytes: usize,
     /// Most Claims waiting at once (`wait`).
@@ -274,6 +281,7 @@ impl Config {
         let database_url = args.database.url()?;
         let policies = args.policy.policies()?;
         let connections = args.limits.connections()?;
+        let bodies = args.bodies.limits()?;
         args.auth.validate()?;
         // TLS first: a wrong flag combination or a bad PEM file stops claimd before anything
         // touches disk (`Application::build` reads the files again to serve them).
@@ -309,6 +317,7 @@ impl Config {
             allow_unauthenticated: args.allow_unauthenticated,
             key_cache_ttl: args.key_cache_ttl,
             connections,
+            bodies,
             list_page_bytes: args.limits.list_page_bytes as usize,
             max_waiting_claims: args.limits.max_waiting_claims as usize,
             auth_failure_limit: args.auth.auth_failure_limit,

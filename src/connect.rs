@@ -1,12 +1,14 @@
 //! The HTTP door: `claimd.v1.ClaimService` in the Connect protocol's unary form
 //! (`POST /claimd.v1.ClaimService/<Method>` with `application/json` or `application/proto`,
-//! over HTTP/1.1 or HTTP/2), on the gRPC port. A tower layer outside every other: a Connect
-//! request is turned into the gRPC request it means (the message framed, `Connect-Timeout-Ms`
-//! as `grpc-timeout`, the other headers as they are) and goes through the same layers and
-//! the same service as any gRPC call — authentication, deadlines, drain, limits, metrics —
-//! and the gRPC answer is turned back: the message (as JSON, proto3's mapping, or as it is)
-//! or Connect's JSON error with its HTTP status. Anything else (gRPC, gRPC-Web, health,
-//! reflection) passes through untouched.
+//! over HTTP/1.1 or HTTP/2), on the gRPC port. A tower layer outside every other but CORS
+//! and the body limits: a Connect request is turned, from its headers alone, into the gRPC
+//! request it means (`Connect-Timeout-Ms` as `grpc-timeout`, the other headers as they are;
+//! `request.rs`) and goes through the same layers and the same service as any gRPC call —
+//! authentication, deadlines, drain, limits, metrics. Its body is read only when the
+//! service decodes the message, after authentication: a call without a valid key is
+//! answered without a byte of its body read. The gRPC answer is turned back: the message
+//! (as JSON, proto3's mapping, or as it is) or Connect's JSON error with its HTTP status.
+//! Anything else (gRPC, gRPC-Web, health, reflection) passes through untouched.
 //!
 //! Why an adapter of our own and not a Connect crate: the maintained Rust implementation
 //! generates its own message types and service traits, so it would serve a second copy
@@ -16,8 +18,9 @@
 mod body;
 mod codes;
 mod json;
+mod request;
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{Buf, Bytes};
 use http::{HeaderValue, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full};
 use std::pin::Pin;
@@ -82,6 +85,14 @@ fn route<B>(request: &Request<B>) -> Route {
     }
 }
 
+/// Whether `request` is gRPC-Web (`application/grpc-web`, `+proto`, `-text`, …).
+fn is_grpc_web<B>(request: &Request<B>) -> bool {
+    request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc-web"))
+}
+
 /// The layer (see the module).
 #[derive(Debug, Clone)]
 pub struct ConnectLayer {
@@ -131,7 +142,12 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: Request<Body>) -> Self::Future {
+    fn call(&mut self, mut request: Request<Body>) -> Self::Future {
+        // What a browser page can send (Connect, gRPC-Web; not gRPC): protected mode checks
+        // where it is addressed (`auth`).
+        if !matches!(route(&request), Route::Pass) || is_grpc_web(&request) {
+            request.extensions_mut().insert(crate::auth::WebProtocol);
+        }
         let codec = match route(&request) {
             Route::Pass => return Box::pin(self.inner.call(request)),
             Route::Unsupported => {
@@ -144,63 +160,25 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let messages = self.messages.clone();
+        let failure = request::Failure::default();
+        let path = request.uri().path().to_owned();
+        let grpc = request::to_grpc(request, codec, messages.clone(), failure.clone());
         Box::pin(async move {
-            let grpc = match to_grpc(request, codec, &messages).await {
+            let grpc = match grpc {
                 Ok(grpc) => grpc,
                 Err(e) => return Ok(e.into_response()),
             };
-            let path = grpc.uri().path().to_owned();
             let answer = inner.call(grpc).await?;
+            // A body that failed left the error to answer; the gRPC status says less.
+            if let Some(e) = request::take(&failure) {
+                return Ok(e.into_response());
+            }
             Ok(match from_grpc(answer, codec, &messages, &path).await {
                 Ok(response) => response,
                 Err(e) => e.into_response(),
             })
         })
     }
-}
-
-/// The gRPC request a Connect request means.
-async fn to_grpc(
-    request: Request<Body>,
-    codec: Codec,
-    messages: &json::Messages,
-) -> Result<Request<Body>, codes::ConnectError> {
-    let (mut parts, body) = request.into_parts();
-    let path = parts.uri.path().to_owned();
-    let bytes = body::read(&parts, body).await?;
-    let message = match codec {
-        Codec::Proto => bytes,
-        Codec::Json => messages.request_from_json(&path, &bytes)?,
-    };
-    let mut framed = BytesMut::with_capacity(5 + message.len());
-    framed.put_u8(0);
-    framed.put_u32(u32::try_from(message.len()).map_err(|_| codes::ConnectError::too_large())?);
-    framed.put_slice(&message);
-    let headers = &mut parts.headers;
-    let timeout = headers.remove("connect-timeout-ms");
-    headers.remove(header::CONTENT_LENGTH);
-    headers.remove("connect-protocol-version");
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/grpc"),
-    );
-    headers.insert(header::TE, HeaderValue::from_static("trailers"));
-    if let Some(ms) = timeout {
-        let ms = ms
-            .to_str()
-            .ok()
-            .and_then(|t| t.parse::<u64>().ok())
-            .filter(|&ms| ms <= 99_999_999)
-            .ok_or_else(codes::ConnectError::bad_timeout)?;
-        let grpc_timeout = HeaderValue::from_str(&format!("{ms}m"))
-            .map_err(|_| codes::ConnectError::bad_timeout())?;
-        headers.insert("grpc-timeout", grpc_timeout);
-    }
-    parts.version = http::Version::HTTP_2;
-    Ok(Request::from_parts(
-        parts,
-        Body::new(Full::new(framed.freeze())),
-    ))
 }
 
 /// The Connect response a gRPC answer means.

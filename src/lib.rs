@@ -13,6 +13,8 @@
 //!   status codes (the only place statuses are made).
 //! - [`admin`] — `claimd keys …`: operator commands on the database.
 //! - [`auth`] — API keys → tenant and namespaces, as a tower layer; protected mode.
+//! - [`body_limit`] — the layer that bounds reading request bodies: a deadline, and the
+//!   bytes all calls and each source may hold at once.
 //! - [`seal`] — AES-256-GCM sealing of stored payloads under a key ring.
 //! - [`client`] — a Rust client helper: claim, background heartbeats, settle once.
 //! - [`deadline`] — the layer that answers DEADLINE_EXCEEDED when a caller's deadline passes.
@@ -35,6 +37,7 @@
 pub mod admin;
 pub mod api;
 pub mod auth;
+pub mod body_limit;
 pub mod client;
 pub mod config;
 pub mod connect;

@@ -162,9 +162,16 @@ impl Application {
 
         let (health_stop_tx, health_stop_rx) = tokio::sync::oneshot::channel::<()>();
         let limits = self.config.connections.clone();
+        // Nothing reads a body before `auth`; the body limits apply once something does.
+        let bodies = crate::body_limit::BodyLimitLayer::new(self.config.bodies);
         let health_only = self.health_listener.map(|l| {
-            let serve =
-                serve_health_only(l, limits.clone(), health_service.clone(), health_stop_rx);
+            let serve = serve_health_only(
+                l,
+                limits.clone(),
+                bodies.clone(),
+                health_service.clone(),
+                health_stop_rx,
+            );
             tokio::spawn(serve)
         });
 
@@ -182,10 +189,15 @@ impl Application {
         // HTTP/1.1 too: Connect's JSON form over plain HTTP (`connect`) and gRPC-Web.
         let connect = crate::connect::ConnectLayer::new()?;
         let cors = crate::connect::cors(&self.config.cors_allow_origins);
+        let mut auth_layer = AuthLayer::new(auth.clone());
+        if !self.config.allow_unauthenticated {
+            auth_layer = auth_layer.local_only(&self.config.cors_allow_origins);
+        }
         let server = tokio::spawn(
             builder
                 .accept_http1(true)
                 .layer(tower::util::option_layer(cors))
+                .layer(bodies)
                 .layer(connect)
                 .layer(tonic_web::GrpcWebLayer::new())
                 .layer(crate::telemetry::RpcLayer)
@@ -197,7 +209,7 @@ impl Application {
                 ))
                 .layer(drain.clone())
                 .layer(DeadlineLayer)
-                .layer(AuthLayer::new(auth.clone()))
+                .layer(auth_layer)
                 .add_service(health_service)
                 .add_service(reflection_v1)
                 .add_service(reflection_v1alpha)
@@ -245,10 +257,12 @@ impl Application {
 }
 
 /// The plaintext health-only listener: its own `Server` builder, so neither the main
-/// listener's TLS nor its layers (API keys) apply; it serves nothing but grpc.health.v1.Health.
+/// listener's TLS nor its layers (API keys) apply but the body limits (sharing the main
+/// listener's budget); it serves nothing but grpc.health.v1.Health.
 async fn serve_health_only<S>(
     listener: TcpListener,
     limits: ConnectionLimits,
+    bodies: crate::body_limit::BodyLimitLayer,
     health_service: S,
     stop: tokio::sync::oneshot::Receiver<()>,
 ) -> Result<(), tonic::transport::Error>
@@ -266,6 +280,7 @@ where
 {
     limits
         .apply(Server::builder())
+        .layer(bodies)
         .add_service(health_service)
         .serve_with_incoming_shutdown(limits.incoming(listener), async {
             let _ = stop.await;

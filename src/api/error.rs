@@ -1,11 +1,12 @@
 //! Errors → gRPC status codes, in exactly one place: request validation, the store, the
-//! authentication layer, the drain and the deadline layers, and tonic's own message-size
-//! refusal. Messages never carry tokens, keys or payloads; a database that cannot be
-//! reached, or whose disk is full or read-only, is UNAVAILABLE, never INTERNAL. Store
-//! failures are counted here (`claimd_store_errors_total{kind}`, the kind from
+//! authentication layer, the drain, deadline and body-limit layers, and tonic's own
+//! message-size refusal. Messages never carry tokens, keys or payloads; a database that
+//! cannot be reached, or whose disk is full or read-only, is UNAVAILABLE, never INTERNAL.
+//! Store failures are counted here (`claimd_store_errors_total{kind}`, the kind from
 //! [`StoreError::kind`]).
 
 use crate::auth::{AuthError, Refusal};
+use crate::body_limit::BodyRefused;
 use crate::deadline::DeadlinePassed;
 use crate::domain::ActionError;
 use crate::drain::ShuttingDown;
@@ -96,9 +97,11 @@ impl From<Refusal> for Status {
             | Refusal::MalformedKey
             | Refusal::UnknownKey
             | Refusal::NoPrincipal => Code::Unauthenticated,
-            Refusal::RevokedKey | Refusal::NamespaceDenied(_) | Refusal::NamespaceRequired => {
-                Code::PermissionDenied
-            }
+            Refusal::RevokedKey
+            | Refusal::NamespaceDenied(_)
+            | Refusal::NamespaceRequired
+            | Refusal::NotLocalHost
+            | Refusal::ForeignOrigin => Code::PermissionDenied,
             // Too many failed authentications from this peer address (docs/DESIGN.md §5.3).
             Refusal::TooManyFailures => Code::ResourceExhausted,
         };
@@ -124,6 +127,17 @@ impl From<ShuttingDown> for Status {
 impl From<DeadlinePassed> for Status {
     fn from(e: DeadlinePassed) -> Status {
         Status::deadline_exceeded(e.to_string())
+    }
+}
+
+impl From<BodyRefused> for Status {
+    fn from(e: BodyRefused) -> Status {
+        match e {
+            BodyRefused::TooSlow { .. } => Status::deadline_exceeded(e.to_string()),
+            BodyRefused::BudgetFull { .. } | BodyRefused::SourceFull { .. } => {
+                Status::resource_exhausted(e.to_string())
+            }
+        }
     }
 }
 
@@ -233,6 +247,8 @@ mod tests {
             Refusal::RevokedKey,
             Refusal::NamespaceDenied("a".into()),
             Refusal::NamespaceRequired,
+            Refusal::NotLocalHost,
+            Refusal::ForeignOrigin,
         ];
         for refusal in denied {
             assert_eq!(Status::from(refusal).code(), Code::PermissionDenied);
@@ -250,6 +266,12 @@ mod tests {
     fn the_layers_answers_have_their_codes() {
         assert_eq!(Status::from(ShuttingDown).code(), Code::Unavailable);
         assert_eq!(Status::from(DeadlinePassed).code(), Code::DeadlineExceeded);
+        let slow = BodyRefused::TooSlow {
+            timeout: std::time::Duration::from_secs(1),
+        };
+        assert_eq!(Status::from(slow).code(), Code::DeadlineExceeded);
+        let full = BodyRefused::SourceFull { bytes: 1 };
+        assert_eq!(Status::from(full).code(), Code::ResourceExhausted);
         let store = AuthError::Store(StoreError::Unavailable(sqlx::Error::PoolTimedOut));
         assert_eq!(Status::from(store).code(), Code::Unavailable);
     }

@@ -1,9 +1,14 @@
 //! The tower layer that authenticates every call on the main listener before any service
-//! sees it, except health Check and Watch ([`OPEN_PATHS`]); refusals are answered with the
-//! status `api/error.rs` maps them to. The peer's IP address (from tonic's connection info,
-//! plaintext or TLS) gives the source the failed-authentication limit counts by.
+//! sees it — from the request's headers alone, before a byte of its body is read, whatever
+//! the protocol — except health Check and Watch ([`OPEN_PATHS`]); refusals are answered
+//! with the status `api/error.rs` maps them to. The peer's IP address (from tonic's
+//! connection info, plaintext or TLS) gives the source the failed-authentication limit counts
+//! by.
+//! In protected mode a call without credentials over the Connect door or gRPC-Web must also
+//! be addressed to this machine ([`super::local`]).
 
-use super::Authenticator;
+use super::{AuthError, Authenticator};
+use http::HeaderValue;
 use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -22,12 +27,23 @@ const OPEN_PATHS: [&str; 2] = [
 #[derive(Clone)]
 pub struct AuthLayer {
     auth: Arc<Authenticator>,
+    local: Option<Arc<[HeaderValue]>>,
 }
 
 impl AuthLayer {
-    /// A layer over `auth`.
+    /// A layer over `auth`; calls without credentials in protected mode are not checked
+    /// for where they are addressed (see [`AuthLayer::local_only`]).
     pub fn new(auth: Arc<Authenticator>) -> Self {
-        AuthLayer { auth }
+        AuthLayer { auth, local: None }
+    }
+
+    /// Serves calls without credentials in protected mode only when they are addressed to
+    /// this machine and come from no browser origin but `origins` (`--cors-allow-origin`).
+    pub fn local_only(self, origins: &[HeaderValue]) -> Self {
+        AuthLayer {
+            local: Some(origins.into()),
+            ..self
+        }
     }
 }
 
@@ -38,6 +54,7 @@ impl<S> tower::Layer<S> for AuthLayer {
         AuthService {
             inner,
             auth: self.auth.clone(),
+            local: self.local.clone(),
         }
     }
 }
@@ -47,6 +64,7 @@ impl<S> tower::Layer<S> for AuthLayer {
 pub struct AuthService<S> {
     inner: S,
     auth: Arc<Authenticator>,
+    local: Option<Arc<[HeaderValue]>>,
 }
 
 type BoxFuture<T> = Pin<Box<dyn std::future::Future<Output = T> + Send>>;
@@ -77,7 +95,20 @@ where
             return Box::pin(inner.call(request));
         }
         let auth = self.auth.clone();
+        let anonymous = !request.headers().contains_key(http::header::AUTHORIZATION);
+        let web = request.extensions().get::<super::WebProtocol>().is_some();
+        let foreign = match &self.local {
+            Some(origins) if anonymous && web => super::local::refusal(&request, origins),
+            _ => None,
+        };
         Box::pin(async move {
+            if let Some(refusal) = foreign {
+                match auth.serves_anonymous().await {
+                    Ok(false) => {}
+                    Ok(true) => return Ok(Status::from(AuthError::from(refusal)).into_http()),
+                    Err(e) => return Ok(Status::from(AuthError::from(e)).into_http()),
+                }
+            }
             let header = request
                 .headers()
                 .get(http::header::AUTHORIZATION)
@@ -94,7 +125,7 @@ where
 }
 
 /// The IP address the request came from, if tonic recorded the connection.
-fn peer_ip<B>(request: &http::Request<B>) -> Option<IpAddr> {
+pub(crate) fn peer_ip<B>(request: &http::Request<B>) -> Option<IpAddr> {
     let extensions = request.extensions();
     let tcp = extensions.get::<TcpConnectInfo>().or_else(|| {
         extensions

@@ -75,6 +75,16 @@ pub const MAX_CONCURRENT_STREAMS: u32 = 100;
 /// `--max-calls-per-connection`: as many as the streams, so by default a client meets the
 /// stream limit (its own queue) first.
 pub const MAX_CALLS_PER_CONNECTION: u32 = 100;
+// Issue 27 §1, §2 (request bodies): begin.
+/// `--body-read-timeout`: a client sends a request body at once; a body of the largest
+/// size (256 KiB) then needs about 26 KiB/s.
+pub const BODY_READ_TIMEOUT: &str = "10s";
+/// `--max-buffered-body-bytes`: 64 MiB, 256 bodies of the largest size at once (a Claim
+/// with a full 64 KiB payload takes about 66 KiB).
+pub const MAX_BUFFERED_BODY_BYTES: u64 = 64 * 1024 * 1024;
+/// `--max-buffered-body-bytes-per-source`: a quarter of the whole.
+pub const MAX_BUFFERED_BODY_BYTES_PER_SOURCE: u64 = 16 * 1024 * 1024;
+// Issue 27 §1, §2: end.
 /// `--list-page-bytes`: 4 MiB, 64 receipts with a 64 KiB payload each.
 pub const LIST_PAGE_BYTES: u32 = crate::store::DEFAULT_PAGE_BYTES as u32;
 /// `--max-waiting-claims`: a waiting Claim holds a stream and about a kilobyte, no

@@ -1,4 +1,6 @@
-//! A Connect request's body, read whole up to [`MAX_REQUEST_BYTES`]. A body over the limit
+//! A Connect request's body, read whole up to [`MAX_REQUEST_BYTES`] — only once the call
+//! was authenticated (the gRPC service reads it through `request::ConnectBody`), under the
+//! body deadline and budget of `crate::body_limit`. A body over the limit
 //! is answered `resource_exhausted` only once the client has finished sending it (read and
 //! thrown away, up to [`DRAIN_BYTES`]): answering earlier and closing with unread bytes in
 //! the socket makes the kernel reset the connection, and most HTTP/1.1 clients then report
@@ -12,7 +14,7 @@
 use super::codes::ConnectError;
 use crate::api::MAX_REQUEST_BYTES;
 use bytes::{BufMut, Bytes, BytesMut};
-use http::header;
+use http::{HeaderValue, header};
 use http_body_util::BodyExt;
 use tonic::body::Body;
 
@@ -21,24 +23,47 @@ use tonic::body::Body;
 /// rest unread and may see the connection reset.
 pub const DRAIN_BYTES: usize = 64 * MAX_REQUEST_BYTES;
 
-/// The body of a request with `head`, or the error to answer.
-pub async fn read(head: &http::request::Parts, mut body: Body) -> Result<Bytes, ConnectError> {
-    let headers = &head.headers;
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    let expects_continue = headers
-        .get(header::EXPECT)
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
-    let http1 = head.version <= http::Version::HTTP_11;
-    if http1 && expects_continue && declared.is_some_and(|n| n > MAX_REQUEST_BYTES as u64) {
+/// What a request's headers say of its body.
+pub struct Declared {
+    length: Option<u64>,
+    expects_continue: bool,
+    http1: bool,
+    encoding: Option<HeaderValue>,
+}
+
+impl Declared {
+    /// From the request's head.
+    pub fn of(head: &http::request::Parts) -> Declared {
+        let headers = &head.headers;
+        Declared {
+            length: headers
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok()),
+            expects_continue: headers
+                .get(header::EXPECT)
+                .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue")),
+            http1: head.version <= http::Version::HTTP_11,
+            encoding: headers
+                .get(header::CONTENT_ENCODING)
+                .filter(|e| !e.as_bytes().eq_ignore_ascii_case(b"identity"))
+                .cloned(),
+        }
+    }
+}
+
+/// The body `declared` describes, or the error to answer.
+pub async fn read(declared: &Declared, mut body: Body) -> Result<Bytes, ConnectError> {
+    let too_long = declared
+        .length
+        .is_some_and(|n| n > MAX_REQUEST_BYTES as u64);
+    if declared.http1 && declared.expects_continue && too_long {
         return Err(ConnectError::too_large());
     }
     let mut kept = BytesMut::new();
     let mut seen = 0usize;
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|_| ConnectError::unreadable())?;
+        let frame = frame.map_err(|status| ConnectError::unread(&status))?;
         let Ok(data) = frame.into_data() else {
             continue;
         };
@@ -52,10 +77,7 @@ pub async fn read(head: &http::request::Parts, mut body: Body) -> Result<Bytes, 
     if seen > MAX_REQUEST_BYTES {
         return Err(ConnectError::too_large());
     }
-    if let Some(encoding) = headers
-        .get(header::CONTENT_ENCODING)
-        .filter(|e| !e.as_bytes().eq_ignore_ascii_case(b"identity"))
-    {
+    if let Some(encoding) = &declared.encoding {
         let name = encoding.to_str().unwrap_or("?");
         return Err(ConnectError::unsupported_encoding(name));
     }

@@ -74,6 +74,21 @@ impl ConnectError {
         )
     }
 
+    /// A request body whose reading failed with `status`: the body limits' answers
+    /// (`crate::body_limit`) as they are — a body that did not arrive in time is
+    /// `deadline_exceeded` with HTTP 408 (the request, not the caller's deadline, timed
+    /// out); a full budget `resource_exhausted` — anything else [`Self::unreadable`].
+    pub fn unread(status: &tonic::Status) -> ConnectError {
+        match status.code() {
+            Code::DeadlineExceeded => ConnectError {
+                http: Some(StatusCode::REQUEST_TIMEOUT),
+                ..ConnectError::new(Code::DeadlineExceeded, status.message())
+            },
+            Code::ResourceExhausted => ConnectError::new(Code::ResourceExhausted, status.message()),
+            _ => ConnectError::unreadable(),
+        }
+    }
+
     /// A POST to the service in a content type none of its protocols speaks.
     pub fn unsupported_media_type() -> ConnectError {
         ConnectError {
@@ -94,11 +109,11 @@ impl ConnectError {
         )
     }
 
-    /// A request that does not decode as its method's message; with the `field` decoding
-    /// stopped at, named in the message and in a `google.rpc.BadRequest` detail, as claimd's
-    /// own validation names it.
-    pub fn undecodable(why: impl std::fmt::Display, field: Option<String>) -> ConnectError {
-        let why = without_quoted_values(&why.to_string());
+    /// A request that does not decode as its method's message: `why` says what was
+    /// expected, from the descriptors alone (never quoting what was sent); with the `field`
+    /// decoding stopped at, named in the message and in a `google.rpc.BadRequest` detail,
+    /// as claimd's own validation names it.
+    pub fn undecodable(why: &str, field: Option<String>) -> ConnectError {
         let Some(field) = field else {
             return ConnectError::new(
                 Code::InvalidArgument,
@@ -113,6 +128,12 @@ impl ConnectError {
         use tonic_types::StatusExt as _;
         let status = tonic::Status::with_error_details(Code::InvalidArgument, message, details);
         ConnectError::from_status(&status)
+    }
+
+    /// The gRPC status this error stands for inside the door (its code and message), for
+    /// the gRPC service that reads the body; the door answers with the error itself.
+    pub fn status(&self) -> tonic::Status {
+        tonic::Status::new(self.code, self.message.clone())
     }
 
     /// The door failed itself.
@@ -143,28 +164,6 @@ impl ConnectError {
         );
         response
     }
-}
-
-/// A decoding error's description with every double-quoted value in it elided: serde
-/// quotes the string it could not use, and that may be a token or a payload the caller put
-/// in the wrong field, which must not come back in an error or reach a log.
-fn without_quoted_values(why: &str) -> String {
-    let mut out = String::with_capacity(why.len());
-    let mut quoted = false;
-    let mut chars = why.chars();
-    while let Some(c) = chars.next() {
-        if quoted && c == '\\' {
-            chars.next();
-        } else if c == '"' {
-            if !quoted {
-                out.push_str("\"…\"");
-            }
-            quoted = !quoted;
-        } else if !quoted {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// Connect's name of a code.
@@ -207,24 +206,5 @@ pub fn http_status(code: Code) -> StatusCode {
         Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         Code::Unauthenticated => StatusCode::UNAUTHORIZED,
         Code::Unknown | Code::Internal | Code::DataLoss => StatusCode::INTERNAL_SERVER_ERROR,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::without_quoted_values;
-
-    #[test]
-    fn quoted_values_are_elided_from_decoding_errors_escaped_quotes_and_all() {
-        let why = r#"invalid value: string "tok-\"secret", expected a duration at line 1"#;
-        let elided = without_quoted_values(why);
-        assert_eq!(
-            elided,
-            r#"invalid value: string "…", expected a duration at line 1"#
-        );
-        assert_eq!(
-            without_quoted_values("unknown field `nope`"),
-            "unknown field `nope`"
-        );
     }
 }

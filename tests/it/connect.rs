@@ -337,6 +337,63 @@ async fn bad_input_gets_connects_error_and_its_http_status_and_writes_nothing(ba
     assert_eq!(app.receipt_rows().await, 0, "nothing was written");
 }
 
+async fn decoding_errors_never_echo_what_the_caller_sent(backend: Backend) {
+    let app = TestApp::builder().backend(backend).spawn().await;
+    // Values in every quoting serde and prost-reflect use ("…", '…', `…`), and names that
+    // are no field names.
+    let cases: [(&str, &[u8], Option<&str>); 10] = [
+        ("List", br#"{"states":["tok-SECRET-123"]}"#, Some("states")),
+        (
+            "List",
+            br#"{"namespace":"a","states":"tok-SECRET-1"}"#,
+            Some("states"),
+        ),
+        ("List", br#"{"pageSize":"tok-SECRET-2"}"#, Some("page_size")),
+        ("List", br#"{"pageSize":987654321098}"#, Some("page_size")),
+        (
+            "Claim",
+            br#"{"leaseTtl":"tok-SECRET-3"}"#,
+            Some("lease_ttl"),
+        ),
+        ("Claim", br#"{"leaseTtl":987654321098}"#, Some("lease_ttl")),
+        (
+            "Claim",
+            br#"{"fingerprint":"tok-SECRET-4!"}"#,
+            Some("fingerprint"),
+        ),
+        (
+            "Claim",
+            br#"{"deliveryAttempt":"tok-SECRET-5"}"#,
+            Some("delivery_attempt"),
+        ),
+        ("Claim", br#"{"namespace":"a","tok-SECRET-6":1}"#, None),
+        ("Claim", br#"{"namespace":"a"} tok-SECRET-7"#, None),
+    ];
+    for (method, body, field) in cases {
+        let answer = post(app.addr, method, "application/json", &[], body).await;
+        let shown = String::from_utf8_lossy(body);
+        assert_eq!(answer.status, 400, "{shown}");
+        assert_eq!(answer.json()["code"], "invalid_argument", "{shown}");
+        assert_eq!(violated_field(&answer).as_deref(), field, "{shown}");
+        // Nowhere in the answer: message or details.
+        let all = String::from_utf8_lossy(&answer.body).into_owned();
+        let message = answer.json()["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        for value in ["SECRET", "987654321098"] {
+            assert!(
+                !all.contains(value) && !message.contains(value),
+                "{shown}: {all}"
+            );
+        }
+        if let Some(field) = field {
+            assert!(message.starts_with(&format!("{field}: ")), "{message}");
+        }
+    }
+    assert_eq!(app.receipt_rows().await, 0, "nothing was written");
+}
+
 async fn connect_calls_need_the_api_key_like_grpc_calls(backend: Backend) {
     let app = TestApp::builder().backend(backend).spawn().await;
     let (_, key) = app.create_key("t1", None).await;
@@ -482,6 +539,7 @@ conformance!(
     a_claim_complete_and_replay_work_in_json_over_http1,
     a_claim_works_in_binary_proto_over_http1,
     bad_input_gets_connects_error_and_its_http_status_and_writes_nothing,
+    decoding_errors_never_echo_what_the_caller_sent,
     connect_calls_need_the_api_key_like_grpc_calls,
     a_grpc_web_call_is_answered_in_grpc_web_framing,
     cors_is_off_by_default_and_answers_only_the_allowed_origins,

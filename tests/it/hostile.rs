@@ -2,14 +2,16 @@
 //! process on SQLite, fed garbage instead of HTTP/2 (`hostile/frames.rs`), stream-reset
 //! floods (`hostile/resets.rs`), malformed and hostile protobuf bodies and a connection
 //! flood (`hostile/bodies.rs`), connections that hold a slot and send nothing, plaintext or
-//! TLS, from one source while another is served (`hostile/stalls.rs`), and floods of wrong
-//! API keys from one source and from ten thousand (`hostile/keys.rs`). After each: the
-//! offending connection is closed or its call answered with the right status, a normal
-//! Claim on a new connection succeeds, the log has no `panicked`, and the resident memory
-//! grew by less than [`RSS_BOUND_KIB`]. The property test over decoding and validation is
-//! `hostile/fuzz.rs`.
+//! TLS, from one source while another is served (`hostile/stalls.rs`), floods of wrong
+//! API keys from one source and from ten thousand (`hostile/keys.rs`), and floods of
+//! unfinished request bodies on the HTTP door, plaintext and TLS (`hostile/door.rs`).
+//! After each: the offending connection is closed or its call answered with the right
+//! status, a normal Claim on a new connection succeeds, the log has no `panicked`, and the
+//! resident memory grew by less than [`RSS_BOUND_KIB`]. The property test over decoding
+//! and validation is `hostile/fuzz.rs`.
 
 mod bodies;
+mod door;
 mod frames;
 mod fuzz;
 mod keys;
@@ -17,6 +19,7 @@ mod resets;
 mod stalls;
 
 use crate::common::app::tls_channel;
+use crate::common::certs::Pki;
 use crate::common::process::{Claimd, claimd, free_addr};
 use claimd::pb::claim_service_client::ClaimServiceClient;
 use claimd::pb::{ClaimRequest, Decision};
@@ -28,6 +31,13 @@ use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 /// How much claimd's resident memory may grow over one hostile input: generous, since
 /// allocators keep freed memory, but far below what an unbounded buffer would take.
 const RSS_BOUND_KIB: u64 = 64 * 1024;
+
+/// `VmRSS` in KiB from a `/proc/PID/status` file, if it can be read.
+fn rss_of(path: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(path).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
 
 /// How long anything claimd should do at once may take at most.
 const BOUND: Duration = Duration::from_secs(15);
@@ -43,6 +53,8 @@ struct Target {
     /// The API key its own Claims send, once it has keys.
     key: Option<String>,
     rss_before: u64,
+    /// The certificates claimd serves TLS with, when the target made them itself.
+    pki: Option<Pki>,
     dir: tempfile::TempDir,
 }
 
@@ -56,7 +68,12 @@ impl Target {
     /// As [`Target::start`], serving TLS with `pki`'s server files (`--tls-cert`,
     /// `--tls-key`), and with `mtls` requiring client certificates from its CA
     /// (`--tls-client-ca`); its own Claims present the test CA's client certificate.
-    async fn start_tls(pki: &crate::common::certs::Pki, mtls: bool, args: &[&str]) -> Target {
+    async fn start_tls(pki: &Pki, mtls: bool, args: &[&str]) -> Target {
+        Target::start_tls_with(pki, mtls, args, false).await
+    }
+
+    /// As [`Target::start_tls`], with an API key created before the first Claim when `key`.
+    async fn start_tls_with(pki: &Pki, mtls: bool, args: &[&str], key: bool) -> Target {
         let mut all: Vec<String> = vec![
             "--tls-cert".into(),
             pki.server_cert.display().to_string(),
@@ -69,7 +86,19 @@ impl Target {
         all.extend(args.iter().map(|a| a.to_string()));
         let all: Vec<&str> = all.iter().map(String::as_str).collect();
         let tls = pki.client_tls_as(&pki.client);
-        Target::start_with(&all, Some(tls), false).await
+        Target::start_with(&all, Some(tls), key).await
+    }
+
+    /// [`Target::start`] with an API key created first (so every call needs one) and,
+    /// with `tls`, serving TLS with a fresh [`Pki`] of its own.
+    async fn start_keyed(args: &[&str], tls: bool) -> Target {
+        if !tls {
+            return Target::start_with_key(args).await;
+        }
+        let pki = Pki::new();
+        let mut target = Target::start_tls_with(&pki, false, args, true).await;
+        target.pki = Some(pki);
+        target
     }
 
     /// As [`Target::start`], with an API key created before the first Claim (so every
@@ -95,6 +124,7 @@ impl Target {
             tls,
             key: None,
             rss_before: 0,
+            pki: None,
             dir,
         };
         if key {
@@ -192,12 +222,9 @@ impl Target {
     /// `VmRSS` of the process, in KiB, from `/proc/PID/status`.
     fn rss_kib(&self) -> u64 {
         let path = format!("/proc/{}/status", self.claimd.pid());
-        // Linux only: the hostile tests read memory the way an operator would.
-        let status = std::fs::read_to_string(&path).expect("/proc/PID/status (Linux)");
-        let line = status.lines().find(|l| l.starts_with("VmRSS:"));
-        let kib = line.and_then(|l| l.split_whitespace().nth(1));
-        // Every live Linux process has a VmRSS line.
-        kib.and_then(|n| n.parse().ok()).expect("VmRSS in KiB")
+        // Linux only: the hostile tests read memory the way an operator would; every live
+        // Linux process has a VmRSS line.
+        rss_of(&path).expect("VmRSS in KiB from /proc/PID/status (Linux)")
     }
 
     /// A Claim of a fresh key on a new connection is CLAIMED.

@@ -19,6 +19,8 @@ mod cli;
 mod client_guard;
 mod concurrency;
 mod connect;
+mod connect_bodies;
+mod connect_protected;
 mod connect_transports;
 mod dead_letters;
 mod dead_letters_redrive;

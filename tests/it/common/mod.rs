@@ -4,6 +4,7 @@
 //! ([`receipt_ops`]), the real binary as a child process ([`process`]), certificates made at
 //! test time ([`certs`]), the stored sealed columns ([`raw`]), dead letters through List
 //! ([`dead_letters`]), the Connect doors the suite also runs through ([`door`]),
+//! HTTP/1.1 and HTTP/2 written by hand for the door's limits ([`http1`], [`http2`]),
 //! deliberately slow writes ([`blocker`]), health checks ([`probe`]),
 //! README.md's commands ([`readme`]). The `metrics` and `secrets` binaries include this
 //! module too and use only parts of it.
@@ -14,6 +15,8 @@ pub mod blocker;
 pub mod certs;
 pub mod dead_letters;
 pub mod door;
+pub mod http1;
+pub mod http2;
 pub mod pg;
 pub mod pgbouncer;
 pub mod probe;
