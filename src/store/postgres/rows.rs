@@ -22,7 +22,7 @@ const GET: &str = concat!(
 );
 
 const RESEAL_ROWS: &str = "SELECT tenant_id, namespace, key, last_error, checkpoint, response,
-    recovery_payload, life_id FROM receipts
+    recovery_payload, life_id, write_id FROM receipts
     WHERE $1::text IS NULL OR (tenant_id, namespace, key) > ($1, $2::text, $3::text)
     ORDER BY tenant_id, namespace, key
     LIMIT $4

@@ -161,7 +161,19 @@ async fn h1_claim(dialer: &Dialer, key: &str, event: &str) -> u16 {
 }
 
 async fn flood_of_unfinished_bodies(tls: bool) {
-    let target = Target::start_keyed(&["--body-read-timeout", "2s"], tls).await;
+    // The flood comes from one address: the per-source connection and handshake limits
+    // (`hostile/stalls.rs`) are raised so that this test measures the bodies' memory.
+    let args = [
+        "--body-read-timeout",
+        "2s",
+        "--max-connections-per-source",
+        "1000",
+        "--max-tls-handshakes-per-source",
+        "1000",
+        "--max-tls-handshakes",
+        "1000",
+    ];
+    let target = Target::start_keyed(&args, tls).await;
     let what = if tls { "TLS" } else { "plaintext" };
     let key = target.key.clone().expect("a key");
     let dialer = Dialer::new(&target);
