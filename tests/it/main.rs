@@ -29,6 +29,7 @@ mod embedded;
 mod faults;
 mod faults_disk;
 mod faults_failover;
+mod faults_lock_waits;
 mod faults_network;
 mod faults_skew;
 mod faults_unsure;
