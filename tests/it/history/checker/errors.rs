@@ -175,24 +175,25 @@ fn window<'a>(n: u32, ops: &[&'a Op], last: Option<&Final>) -> Window<'a> {
         w.before = Some(w.before.map_or(o.end, |b| b.min(o.end)));
         if let Outcome::Ok {
             state: State::Processing,
-            updated_at: Some(at),
+            updated_at,
             attempt,
             decision,
             ..
         } = &o.outcome
+            && *attempt == n
         {
             // Only a grant writes PROCESSING at `n`, and nobody holds an owed attempt's
             // token to heartbeat it: the row's time is the grant's.
-            if *attempt == n {
-                w.written = Some(w.written.map_or(*at, |x| x.min(*at)));
-                w.in_flight += usize::from(*decision == Some(Decision::InFlight));
+            if let Some(at) = *updated_at {
+                w.written = Some(w.written.map_or(at, |x| x.min(at)));
             }
+            w.in_flight += usize::from(*decision == Some(Decision::InFlight));
         }
     }
-    if let Some(l) = last.filter(|l| l.attempt == n && l.state == State::Processing) {
-        if let Some(at) = l.updated_at {
-            w.written = Some(w.written.map_or(at, |x| x.min(at)));
-        }
+    if let Some(l) = last.filter(|l| l.attempt == n && l.state == State::Processing)
+        && let Some(at) = l.updated_at
+    {
+        w.written = Some(w.written.map_or(at, |x| x.min(at)));
     }
     w
 }
