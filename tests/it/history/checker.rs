@@ -11,6 +11,7 @@
 //! of calls is checked in well under a second even in a debug build.
 
 mod errors;
+mod evidence;
 mod leases;
 mod tokens;
 
@@ -35,9 +36,16 @@ pub struct Verdict {
     pub unavailable: usize,
     /// CLAIMED answers.
     pub claimed: usize,
+    /// The calls that may or may not have happened, by status code.
+    pub cut_short: BTreeMap<String, usize>,
     /// Every broken invariant, one line each, naming the rule and the key.
     pub violations: Vec<String>,
+    /// The calls of the first few keys with a violation, one line each.
+    pub evidence: BTreeMap<String, Vec<String>>,
 }
+
+/// Keys whose calls a verdict keeps as evidence.
+const EVIDENCE_KEYS: usize = 4;
 
 impl Verdict {
     /// How many violations each rule found (a violation starts with its rule's name).
@@ -53,7 +61,7 @@ impl Verdict {
     pub fn assert_valid(&self) {
         assert!(
             self.violations.is_empty(),
-            "{} violation(s) in a history of {} calls ({} answered, {} unknown):\n{}",
+            "{} violation(s) in a history of {} calls ({} answered, {} unknown):\n{}\n{}",
             self.violations.len(),
             self.ops,
             self.acknowledged,
@@ -62,6 +70,11 @@ impl Verdict {
                 .iter()
                 .take(20)
                 .cloned()
+                .collect::<Vec<_>>()
+                .join("\n"),
+            self.evidence
+                .iter()
+                .map(|(key, lines)| format!("calls of {key}:\n  {}", lines.join("\n  ")))
                 .collect::<Vec<_>>()
                 .join("\n")
         );
@@ -86,13 +99,21 @@ pub fn check(history: &[Op], finals: &HashMap<String, Final>) -> Verdict {
             .iter()
             .filter(|o| o.decision() == Some(Decision::Claimed))
             .count(),
+        cut_short: BTreeMap::new(),
         violations: Vec::new(),
+        evidence: BTreeMap::new(),
     };
+    for op in history {
+        if let Outcome::Unknown(code) = op.outcome {
+            *verdict.cut_short.entry(format!("{code:?}")).or_default() += 1;
+        }
+    }
     let mut by_key: BTreeMap<&str, Vec<&Op>> = BTreeMap::new();
     for op in history {
         by_key.entry(&op.key).or_default().push(op);
     }
     for (key, ops) in by_key {
+        let before = verdict.violations.len();
         let v = &mut verdict.violations;
         one_claimed_per_attempt(key, &ops, v);
         claims_follow_every_answer(key, &ops, v);
@@ -103,6 +124,12 @@ pub fn check(history: &[Op], finals: &HashMap<String, Final>) -> Verdict {
         survives(key, &ops, finals.get(key), v);
         errors::nothing_changed(key, &ops, finals.get(key), v);
         leases::leases_outlast_answers(key, &ops, v);
+        let found = v.len() > before;
+        if found && verdict.evidence.len() < EVIDENCE_KEYS {
+            verdict
+                .evidence
+                .insert(key.to_owned(), evidence::lines(&ops, finals.get(key)));
+        }
     }
     verdict
 }

@@ -57,6 +57,9 @@ pub struct Workload {
     /// Retry and a Quarantine), as a client that retries on its own does: one may be
     /// accepted, never both.
     pub twin_settles: bool,
+    /// How often (in percent) a holder walks away with its token, to come back with it
+    /// after its lease ran out.
+    pub walk_away: u32,
     /// When set, the Claims of the callers without a short deadline ask claimd to wait
     /// this long for an IN_FLIGHT receipt to settle (docs/DESIGN.md §2.9).
     pub claim_wait: Option<Duration>,
@@ -80,6 +83,7 @@ impl Default for Workload {
             tell_deadline: false,
             read_after_error: false,
             twin_settles: false,
+            walk_away: 14,
             claim_wait: None,
             clock_offset: 0,
         }
@@ -107,7 +111,10 @@ pub async fn run(workload: &Workload, replicas: &[SocketAddr], stop: Arc<AtomicB
     let history = Recorder::default();
     let reads = Arc::new(Mutex::new(Vec::new()));
     let began = Instant::now();
-    let lease_max = workload.lease_max.unwrap_or(workload.lease).max(workload.lease);
+    let lease_max = workload
+        .lease_max
+        .unwrap_or(workload.lease)
+        .max(workload.lease);
     let tasks = (0..workload.callers).map(|id| {
         let short = workload.cancel_within.filter(|_| id % 2 == 1);
         let caller = Caller {
@@ -128,7 +135,10 @@ pub async fn run(workload: &Workload, replicas: &[SocketAddr], stop: Arc<AtomicB
             while !stop.load(Ordering::SeqCst) {
                 let epoch = began.elapsed().as_millis() / w.epoch.as_millis().max(1);
                 let key = key(epoch, rand::rng().random_range(0..w.hot));
-                if let Some(i) = abandoned.iter().position(|(at, ..)| at.elapsed() > lease_max) {
+                if let Some(i) = abandoned
+                    .iter()
+                    .position(|(at, ..)| at.elapsed() > lease_max)
+                {
                     let (_, key, token) = abandoned.swap_remove(i);
                     caller.call(&key, Call::Complete, Some(&token)).await;
                     continue;
@@ -148,7 +158,11 @@ pub async fn run(workload: &Workload, replicas: &[SocketAddr], stop: Arc<AtomicB
                     tokio::time::sleep(Duration::from_millis(pause)).await;
                     continue;
                 };
-                let roll = rand::rng().random_range(0..100);
+                if rand::rng().random_range(0..100) < w.walk_away {
+                    abandoned.push((Instant::now(), key, token));
+                    continue;
+                }
+                let roll = rand::rng().random_range(0..86);
                 let t = Some(token.as_str());
                 let twin = w.twin_settles && rand::rng().random_bool(0.5);
                 match roll {
@@ -158,7 +172,11 @@ pub async fn run(workload: &Workload, replicas: &[SocketAddr], stop: Arc<AtomicB
                         caller.call(&key, Call::Complete, t).await;
                     }
                     70..82 if twin => {
-                        let again = if roll < 76 { Call::Retry } else { Call::Quarantine };
+                        let again = if roll < 76 {
+                            Call::Retry
+                        } else {
+                            Call::Quarantine
+                        };
                         let both = futures::future::join(
                             caller.call(&key, Call::Retry, t),
                             caller.call(&key, again, t),
@@ -166,8 +184,7 @@ pub async fn run(workload: &Workload, replicas: &[SocketAddr], stop: Arc<AtomicB
                         drop(both.await);
                     }
                     70..82 => drop(caller.call(&key, Call::Retry, t).await),
-                    82..86 => drop(caller.call(&key, Call::Quarantine, t).await),
-                    _ => abandoned.push((Instant::now(), key, token)),
+                    _ => drop(caller.call(&key, Call::Quarantine, t).await),
                 }
             }
         })

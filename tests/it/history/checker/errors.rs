@@ -23,8 +23,11 @@
 //! claimd was not told) can own any attempt committed after it was sent: it may have
 //! committed at any time.
 
+mod describe;
+
 use super::super::{Call, Final, Micros, Op, Outcome};
 use claimd::pb::{Decision, State};
+use describe::{describe, suspect};
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 use tonic::Code;
@@ -95,9 +98,15 @@ impl Window<'_> {
         });
         let by_write = self.written.map(|w| {
             let late = w - bound.by_store + margin;
-            (late, "the receipt's updated_at says it was written then".to_owned())
+            (
+                late,
+                "the receipt's updated_at says it was written then".to_owned(),
+            )
         });
-        by_read.into_iter().chain(by_write).max_by_key(|(late, _)| *late)
+        by_read
+            .into_iter()
+            .chain(by_write)
+            .max_by_key(|(late, _)| *late)
     }
 }
 
@@ -145,7 +154,9 @@ pub(super) fn nothing_changed(key: &str, ops: &[&Op], last: Option<&Final>, v: &
     let owner = matching(&windows, &candidates);
     for (i, n) in owed.iter().enumerate() {
         if owner[i].is_none() {
-            v.push(describe(key, *n, &windows[i], &candidates));
+            let mut line = describe(key, *n, &windows[i], &candidates);
+            line += &suspect(&windows[i], ops);
+            v.push(line);
         }
     }
 }
@@ -236,47 +247,4 @@ fn matching(windows: &[Window], candidates: &[Candidate]) -> Vec<Option<usize>> 
         }
     }
     owner
-}
-
-fn describe(key: &str, n: u32, w: &Window, candidates: &[Candidate]) -> String {
-    let mut line = format!(
-        "an error changes nothing: {key} attempt {n} was granted to nobody (no CLAIMED \
-         answer carried it"
-    );
-    if w.in_flight > 0 {
-        line += &format!("; {} Claim(s) were answered IN_FLIGHT on it", w.in_flight);
-    }
-    line += ")";
-    let earlier = || {
-        candidates
-            .iter()
-            .filter(|c| w.before.is_none_or(|b| c.op.start < b))
-    };
-    let taken = earlier().filter(|c| w.admits(c)).count();
-    // Of the calls cut short before it was seen, the one whose deadline came closest.
-    let closest = earlier()
-        .filter(|c| !w.admits(c))
-        .filter_map(|c| w.late(c).map(|late| (late, c)))
-        .min_by_key(|((late, _), _)| *late);
-    match closest {
-        Some(((late, what), c)) => {
-            let code = match c.op.outcome {
-                Outcome::Unknown(code) => format!("{code:?}"),
-                _ => String::new(),
-            };
-            line += &format!(
-                ": the Claim cut short closest to it, answered {code} with a {} ms \
-                 deadline, was {} ms past that deadline when {what} (margin {} ms)",
-                c.op.deadline.unwrap_or_default().as_millis(),
-                late / 1000,
-                ERROR_MARGIN.as_millis()
-            );
-        }
-        None if taken == 0 => line += ", and no Claim's answer was lost",
-        None => {}
-    }
-    if taken > 0 {
-        line += &format!("; the {taken} Claim(s) that may have written it own other attempts");
-    }
-    line
 }

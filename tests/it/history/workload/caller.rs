@@ -2,7 +2,8 @@
 //! one, the caller's patience told to claimd, or none told), records it in the history with
 //! its times on both clocks, and — when a call ends DEADLINE_EXCEEDED or CANCELLED after
 //! telling claimd its deadline — reads the receipt once that deadline and the checker's
-//! margin have passed (a Get, recorded too), so the history shows what the failed call left.
+//! margin have passed, and again while it looks the same (Gets, recorded too), so the
+//! history shows what the failed call left and when it changed.
 
 use super::super::checker::ERROR_MARGIN;
 use super::super::{Call, Micros, Op, Outcome, Recorder, micros, outcome_of, store_now};
@@ -14,6 +15,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 use tonic::transport::Channel;
+
+/// How many Gets follow a call cut short at its deadline, at most, and how far apart.
+const READS: u32 = 5;
+const READ_EVERY: Duration = Duration::from_millis(500);
 
 /// A caller's client and how it behaves.
 #[derive(Clone)]
@@ -44,7 +49,10 @@ fn duration(d: Duration) -> Option<prost_types::Duration> {
 }
 
 fn between(range: (Duration, Duration)) -> Duration {
-    let (low, high) = (range.0.as_micros(), range.1.as_micros().max(range.0.as_micros()));
+    let (low, high) = (
+        range.0.as_micros(),
+        range.1.as_micros().max(range.0.as_micros()),
+    );
     let micros = rand::rng().random_range(low..=high);
     Duration::from_micros(u64::try_from(micros).unwrap_or(u64::MAX))
 }
@@ -73,9 +81,8 @@ impl Caller {
         };
         let (start, sent_at) = (Instant::now(), store_now(self.offset));
         let mut c = self.client.clone();
-        let receipt = |r: Option<Receipt>| -> (Option<pb::Decision>, Option<String>, _) {
-            (None, None, r)
-        };
+        let receipt =
+            |r: Option<Receipt>| -> (Option<pb::Decision>, Option<String>, _) { (None, None, r) };
         let (answer, deadline): (Answer, _) = match call {
             Call::Claim => {
                 let (r, d) = self.request(pb::ClaimRequest {
@@ -100,7 +107,10 @@ impl Caller {
                     claim_token: t,
                     response: sent_response.clone(),
                 });
-                (c.complete(r).await.map(|r| receipt(r.into_inner().receipt)), d)
+                (
+                    c.complete(r).await.map(|r| receipt(r.into_inner().receipt)),
+                    d,
+                )
             }
             Call::Heartbeat => {
                 let (r, d) = self.request(pb::HeartbeatRequest {
@@ -110,7 +120,12 @@ impl Caller {
                     lease_ttl: duration(between(self.lease)),
                     checkpoint: None,
                 });
-                (c.heartbeat(r).await.map(|r| receipt(r.into_inner().receipt)), d)
+                (
+                    c.heartbeat(r)
+                        .await
+                        .map(|r| receipt(r.into_inner().receipt)),
+                    d,
+                )
             }
             Call::Retry => {
                 let (r, d) = self.request(pb::RetryRequest {
@@ -130,7 +145,12 @@ impl Caller {
                     claim_token: t,
                     error: "poison".into(),
                 });
-                (c.quarantine(r).await.map(|r| receipt(r.into_inner().receipt)), d)
+                (
+                    c.quarantine(r)
+                        .await
+                        .map(|r| receipt(r.into_inner().receipt)),
+                    d,
+                )
             }
             Call::Get => {
                 let (r, d) = self.request(pb::GetRequest {
@@ -174,7 +194,10 @@ impl Caller {
         outcome
     }
 
-    /// Gets `key` at `at` (in a task of its own, so the caller carries on), recorded.
+    /// Gets `key` from `at` on (in a task of its own, so the caller carries on), every
+    /// [`READ_EVERY`] while it reads the same attempt (or no receipt), at most [`READS`]
+    /// times: the history then shows how long the key stayed as the failed call found it,
+    /// and when it changed. Each Get is recorded.
     fn read_later(&self, key: &str, at: Instant) {
         let reader = Caller {
             read_after_error: false,
@@ -183,9 +206,22 @@ impl Caller {
         };
         let key = key.to_owned();
         let read = tokio::spawn(async move {
-            tokio::time::sleep_until(at.into()).await;
-            reader.call(&key, Call::Get, None).await;
+            let mut first = None;
+            for n in 0..READS {
+                tokio::time::sleep_until((at + READ_EVERY * n).into()).await;
+                let seen = match reader.call(&key, Call::Get, None).await {
+                    Outcome::Ok { attempt, .. } => attempt,
+                    Outcome::Refused(tonic::Code::NotFound) => 0,
+                    _ => break,
+                };
+                if *first.get_or_insert(seen) != seen {
+                    break;
+                }
+            }
         });
-        self.reads.lock().unwrap_or_else(|p| p.into_inner()).push(read);
+        self.reads
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(read);
     }
 }

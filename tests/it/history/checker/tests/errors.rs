@@ -128,8 +128,15 @@ fn a_claim_answered_in_flight_on_its_own_lease_is_caught() {
 fn one_lost_answer_owns_one_attempt_and_only_one_seen_after_it_was_sent() {
     // Attempts 1 and 2 granted to nobody, one lost answer: one of them is a violation.
     let mut h = H::new();
-    h.timed(0, 50, None, Call::Claim, None, Outcome::Unknown(Code::Unavailable))
-        .claimed(9_000, "t3", 3);
+    h.timed(
+        0,
+        50,
+        None,
+        Call::Claim,
+        None,
+        Outcome::Unknown(Code::Unavailable),
+    )
+    .claimed(9_000, "t3", 3);
     let found = h.rules(processing(3));
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(named(&found, RULE), "{found:?}");
@@ -137,7 +144,14 @@ fn one_lost_answer_owns_one_attempt_and_only_one_seen_after_it_was_sent() {
     let mut h = H::new();
     h.claimed(0, "t1", 1);
     in_flight(&mut h, 3_000, 2, None);
-    h.timed(5_000, 50, None, Call::Claim, None, Outcome::Unknown(Code::Unavailable));
+    h.timed(
+        5_000,
+        50,
+        None,
+        Call::Claim,
+        None,
+        Outcome::Unknown(Code::Unavailable),
+    );
     let found = h.rules(processing(2));
     assert!(named(&found, RULE), "{found:?}");
 }

@@ -26,7 +26,10 @@ fn a_claimed_answer_whose_lease_ended_before_it_arrived_is_caught() {
     leased(&mut h, 0, 3_000, Call::Claim, 1_000);
     let found = h.rules(processing(1));
     assert!(named(&found, "a lease outlasts its answer"), "{found:?}");
-    assert!(found[0].contains("2000 ms after its lease ended"), "{found:?}");
+    assert!(
+        found[0].contains("2000 ms after its lease ended"),
+        "{found:?}"
+    );
 }
 
 #[test]
