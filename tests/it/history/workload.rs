@@ -53,10 +53,14 @@ pub struct Workload {
     /// Whether a call cut short at a deadline it told claimd is followed by a Get of its key
     /// once the deadline and the checker's margin have passed (`checker::ERROR_MARGIN`).
     pub read_after_error: bool,
-    /// Whether a holder sometimes sends its settling call twice at once (a Retry twice, or a
-    /// Retry and a Quarantine), as a client that retries on its own does: one may be
-    /// accepted, never both.
-    pub twin_settles: bool,
+    /// How often (in percent) a holder sends its settling call twice at once (a Retry
+    /// twice, or a Retry and a Quarantine), as a client that retries on its own does: one
+    /// may be accepted, never both.
+    pub twin_settles: u32,
+    /// When set, a holder works for a random time up to this between its CLAIMED and what
+    /// it does next (as real holders do), so its calls meet the locks and stuck batches of
+    /// a fault.
+    pub work: Option<Duration>,
     /// How often (in percent) a holder walks away with its token, to come back with it
     /// after its lease ran out.
     pub walk_away: u32,
@@ -82,7 +86,8 @@ impl Default for Workload {
             cancel_from: Duration::from_micros(500),
             tell_deadline: false,
             read_after_error: false,
-            twin_settles: false,
+            twin_settles: 0,
+            work: None,
             walk_away: 14,
             claim_wait: None,
             clock_offset: 0,
@@ -158,30 +163,34 @@ pub async fn run(workload: &Workload, replicas: &[SocketAddr], stop: Arc<AtomicB
                     tokio::time::sleep(Duration::from_millis(pause)).await;
                     continue;
                 };
+                if let Some(most) = w.work {
+                    let ms = rand::rng().random_range(0..=most.as_millis());
+                    let ms = u64::try_from(ms).unwrap_or(u64::MAX);
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                }
                 if rand::rng().random_range(0..100) < w.walk_away {
                     abandoned.push((Instant::now(), key, token));
                     continue;
                 }
-                let roll = rand::rng().random_range(0..86);
                 let t = Some(token.as_str());
-                let twin = w.twin_settles && rand::rng().random_bool(0.5);
+                if rand::rng().random_range(0..100) < w.twin_settles {
+                    let again = match rand::rng().random_bool(0.5) {
+                        true => Call::Retry,
+                        false => Call::Quarantine,
+                    };
+                    let both = futures::future::join(
+                        caller.call(&key, Call::Retry, t),
+                        caller.call(&key, again, t),
+                    );
+                    drop(both.await);
+                    continue;
+                }
+                let roll = rand::rng().random_range(0..86);
                 match roll {
                     0..60 => drop(caller.call(&key, Call::Complete, t).await),
                     60..70 => {
                         caller.call(&key, Call::Heartbeat, t).await;
                         caller.call(&key, Call::Complete, t).await;
-                    }
-                    70..82 if twin => {
-                        let again = if roll < 76 {
-                            Call::Retry
-                        } else {
-                            Call::Quarantine
-                        };
-                        let both = futures::future::join(
-                            caller.call(&key, Call::Retry, t),
-                            caller.call(&key, again, t),
-                        );
-                        drop(both.await);
                     }
                     70..82 => drop(caller.call(&key, Call::Retry, t).await),
                     _ => drop(caller.call(&key, Call::Quarantine, t).await),
