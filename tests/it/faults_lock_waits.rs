@@ -44,6 +44,8 @@ use std::time::{Duration, Instant};
 
 /// How long the test makes claimd wait, on and off.
 const FAULT: Duration = Duration::from_secs(10);
+/// How long the row that loses answers does so: more rounds of it than of the others.
+const LOSING: Duration = Duration::from_secs(15);
 /// How long the link stays blackholed after the locks go: longer than `--db-timeout 1s` +
 /// 0.5 s, so claimd gives up on the statements that committed meanwhile.
 const LOST_FOR: Duration = Duration::from_millis(1_700);
@@ -186,7 +188,7 @@ async fn postgres_writes_whose_answers_are_lost_after_a_lock_wait_change_nothing
         work: None,
         ..workload()
     };
-    let end = Instant::now() + FAULT;
+    let end = Instant::now() + LOSING;
     let mut caught = 0;
     let verdict = under(load, &[addr], 2 * SECOND, async {
         caught = lose_answers_after_lock_waits(&direct, &proxy, end).await;

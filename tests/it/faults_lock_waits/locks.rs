@@ -98,7 +98,7 @@ pub(super) async fn watch_waits(url: &str, end: Instant, waits: &AtomicUsize) {
 }
 
 /// Until `end`, again and again: locks the receipts whose leases end first, waits (up to
-/// 2 s) until one of claimd's statements waits on them, blackholes the link between claimd
+/// 1.5 s) until one of claimd's statements waits on them, blackholes the link between claimd
 /// and the database, releases the locks — the waiting statements commit, their answers
 /// held — and restores the link once claimd has given them up. Returns how often a
 /// statement was caught so.
@@ -110,13 +110,13 @@ pub(super) async fn lose_answers_after_lock_waits(url: &str, proxy: &Proxy, end:
         let mut tx = conn.begin().await.expect("begin");
         sqlx::query(
             "SELECT key FROM receipts WHERE namespace = $1 AND state = 'processing' \
-             ORDER BY lease_expires_at LIMIT 4 FOR UPDATE SKIP LOCKED",
+             ORDER BY lease_expires_at LIMIT 6 FOR UPDATE SKIP LOCKED",
         )
         .bind(NS)
         .execute(&mut *tx)
         .await
         .expect("lock rows");
-        let waiting_until = Instant::now() + 2 * SECOND;
+        let waiting_until = Instant::now() + 3 * SECOND / 2;
         let mut waiting = false;
         while !waiting && Instant::now() < waiting_until {
             tokio::time::sleep(Duration::from_millis(20)).await;
