@@ -32,6 +32,7 @@ mod embedded;
 mod faults;
 mod faults_disk;
 mod faults_failover;
+mod faults_lock_waits;
 mod faults_network;
 mod faults_notify;
 mod faults_skew;

@@ -1,53 +1,30 @@
-//! The invariants of docs/DESIGN.md §6, checked on a recorded history and the final state of
-//! every key. Only acknowledged answers (`Outcome::Ok`) count as having happened; a call
-//! with an `Unknown` outcome may or may not have taken effect, so it can explain a state
-//! (a response stored by a Complete whose answer was lost) but is never required to.
+//! The invariants of docs/DESIGN.md §3 (listed in §3.8), checked on a recorded history and
+//! the final state of every key. Only acknowledged answers (`Outcome::Ok`) count as having
+//! happened; a call with an `Unknown` outcome may or may not have taken effect, so it can
+//! explain a state (a response stored by a Complete whose answer was lost) but is never
+//! required to — except that a call cut short at a deadline it told claimd can explain
+//! only what committed by that deadline (`errors.rs`). Leases are checked against when
+//! their answers arrived (`leases.rs`), tokens against how often they settled (`tokens.rs`).
 //!
 //! Real-time order: `a` precedes `b` when `a` was answered before `b` was sent. Every rule
 //! is evaluated per key with sorting and prefix extremes, so a history of tens of thousands
 //! of calls is checked in well under a second even in a debug build.
 
+mod errors;
+mod evidence;
+mod leases;
+mod tokens;
+mod verdict;
+
+pub use errors::ERROR_MARGIN;
+pub use leases::LEASE_MARGIN;
+use verdict::EVIDENCE_KEYS;
+pub use verdict::Verdict;
+
 use super::{Call, Final, Op, Outcome};
 use claimd::pb::{Decision, State};
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
-
-/// The checker's findings.
-#[derive(Debug, Default)]
-pub struct Verdict {
-    /// Calls in the history, acknowledged or not.
-    pub ops: usize,
-    /// Calls answered.
-    pub acknowledged: usize,
-    /// Calls that may or may not have happened.
-    pub unknown: usize,
-    /// Of those, the ones claimd answered UNAVAILABLE (rather than the caller giving up).
-    pub unavailable: usize,
-    /// CLAIMED answers.
-    pub claimed: usize,
-    /// Every broken invariant, one line each, naming the rule and the key.
-    pub violations: Vec<String>,
-}
-
-impl Verdict {
-    /// Panics with the first violations (and the counts) unless there are none.
-    pub fn assert_valid(&self) {
-        assert!(
-            self.violations.is_empty(),
-            "{} violation(s) in a history of {} calls ({} answered, {} unknown):\n{}",
-            self.violations.len(),
-            self.ops,
-            self.acknowledged,
-            self.unknown,
-            self.violations
-                .iter()
-                .take(20)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("\n")
-        );
-    }
-}
 
 /// Checks `history` against the invariants, with `finals` the state of every key read
 /// after the run (a key missing there was never written).
@@ -67,20 +44,37 @@ pub fn check(history: &[Op], finals: &HashMap<String, Final>) -> Verdict {
             .iter()
             .filter(|o| o.decision() == Some(Decision::Claimed))
             .count(),
+        cut_short: BTreeMap::new(),
         violations: Vec::new(),
+        evidence: BTreeMap::new(),
     };
+    for op in history {
+        if let Outcome::Unknown(code) = op.outcome {
+            *verdict.cut_short.entry(format!("{code:?}")).or_default() += 1;
+        }
+    }
     let mut by_key: BTreeMap<&str, Vec<&Op>> = BTreeMap::new();
     for op in history {
         by_key.entry(&op.key).or_default().push(op);
     }
     for (key, ops) in by_key {
+        let before = verdict.violations.len();
         let v = &mut verdict.violations;
         one_claimed_per_attempt(key, &ops, v);
         claims_follow_every_answer(key, &ops, v);
         fenced(key, &ops, v);
-        spent_tokens(key, &ops, v);
+        tokens::spent_tokens(key, &ops, v);
+        tokens::settles_once(key, &ops, v);
         completed_stays_completed(key, &ops, v);
         survives(key, &ops, finals.get(key), v);
+        errors::nothing_changed(key, &ops, finals.get(key), v);
+        leases::leases_outlast_answers(key, &ops, v);
+        let found = v.len() > before;
+        if found && verdict.evidence.len() < EVIDENCE_KEYS {
+            verdict
+                .evidence
+                .insert(key.to_owned(), evidence::lines(&ops, finals.get(key)));
+        }
     }
     verdict
 }
@@ -183,35 +177,6 @@ fn fenced(key: &str, ops: &[&Op], v: &mut Vec<String>) {
             v.push(format!(
                 "fencing: {key} {:?} accepted from attempt {attempt}'s token after a newer \
                  attempt was CLAIMED",
-                op.call
-            ));
-        }
-    }
-}
-
-/// A token that settled its receipt is spent: after an accepted Retry or Quarantine no call
-/// of that token is accepted, and after an accepted Complete only Complete (which changes
-/// nothing) is.
-fn spent_tokens(key: &str, ops: &[&Op], v: &mut Vec<String>) {
-    let mut spent: HashMap<&str, (Instant, Call)> = HashMap::new();
-    for op in ops.iter().filter(|o| o.call.holds() && o.acknowledged()) {
-        if let (Some(t), Call::Retry | Call::Quarantine | Call::Complete) =
-            (op.token.as_deref(), op.call)
-        {
-            let e = spent.entry(t).or_insert((op.end, op.call));
-            if op.end < e.0 {
-                *e = (op.end, op.call);
-            }
-        }
-    }
-    for op in ops.iter().filter(|o| o.call.holds() && o.acknowledged()) {
-        let Some((at, by)) = op.token.as_deref().and_then(|t| spent.get(t)) else {
-            continue;
-        };
-        let allowed = *by == Call::Complete && op.call == Call::Complete;
-        if *at < op.start && !allowed {
-            v.push(format!(
-                "spent token: {key} {:?} accepted after the same token's {by:?}",
                 op.call
             ));
         }

@@ -1,8 +1,9 @@
 //! Jepsen-style histories (docs/RELIABILITY.md): clients that record every call they make
-//! and what came back — the call, the key, the token sent, the decision, attempt, token and
-//! state answered, the status code, and when it started and ended — under concurrency and
-//! faults, and a checker (`checker.rs`) that verifies the service's invariants on the
-//! whole history afterwards, with a final read of every key.
+//! and what came back — the call, the key, the token sent, the deadline it gave, the
+//! decision, attempt, token, state, lease end and write time answered, the status code, and
+//! when it started and ended (on this process's monotonic clock and on the store's wall
+//! clock) — under concurrency and faults, and a checker (`checker.rs`) that verifies the
+//! service's invariants on the whole history afterwards, with a final read of every key.
 //!
 //! `workload.rs` drives real callers over gRPC (against one or several replicas) and hands
 //! back the history; the fault tests (`faults::*`) inject their fault while it runs.
@@ -12,8 +13,26 @@ pub mod workload;
 
 use claimd::pb::{Decision, State};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tonic::Code;
+
+/// Microseconds since the Unix epoch on the store's clock: this machine's wall clock (claimd,
+/// PostgreSQL and the test run on one machine) plus the offset a test clock may add
+/// (`store::Clock`; zero for a claimd binary).
+pub type Micros = i64;
+
+/// Now on the store's clock, given the test clock's offset in microseconds.
+pub fn store_now(offset: Micros) -> Micros {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since.as_micros()).unwrap_or(i64::MAX) + offset
+}
+
+/// A wire timestamp in [`Micros`].
+pub fn micros(t: Option<prost_types::Timestamp>) -> Option<Micros> {
+    t.map(|t| t.seconds * 1_000_000 + i64::from(t.nanos) / 1_000)
+}
 
 /// What a caller asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,12 +42,14 @@ pub enum Call {
     Heartbeat,
     Retry,
     Quarantine,
+    /// A read (Get): changes nothing, observes the receipt (or that there is none).
+    Get,
 }
 
 impl Call {
     /// A holder call: it sends a claim token.
     pub fn holds(self) -> bool {
-        self != Call::Claim
+        !matches!(self, Call::Claim | Call::Get)
     }
 }
 
@@ -36,16 +57,19 @@ impl Call {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// An answer: the decision (Claim only), the token (CLAIMED only) and the receipt's
-    /// attempt, state and stored response.
+    /// attempt, state, stored response, lease end (PROCESSING only) and `updated_at` (the
+    /// clock reading of the write that last changed it).
     Ok {
         decision: Option<Decision>,
         token: Option<String>,
         attempt: u32,
         state: State,
         response: Vec<u8>,
+        lease_end: Option<Micros>,
+        updated_at: Option<Micros>,
     },
     /// A definite refusal: nothing was written (ABORTED, FAILED_PRECONDITION, NOT_FOUND,
-    /// INVALID_ARGUMENT…).
+    /// INVALID_ARGUMENT…). A Get refused NOT_FOUND saw no receipt.
     Refused(Code),
     /// No answer, or one that does not say whether the call took effect (UNAVAILABLE,
     /// DEADLINE_EXCEEDED, CANCELLED, a broken connection): it may or may not have happened.
@@ -62,10 +86,16 @@ pub struct Op {
     pub token: Option<String>,
     /// The response a Complete sent.
     pub sent_response: Vec<u8>,
+    /// The deadline the call told claimd (`grpc-timeout`), measured from `start`; `None`
+    /// when it told none (a client-side timeout alone leaves claimd free to finish later).
+    pub deadline: Option<Duration>,
     pub outcome: Outcome,
     /// When the call was sent and when its answer (or failure) came back.
     pub start: Instant,
     pub end: Instant,
+    /// The same two moments on the store's clock.
+    pub sent_at: Micros,
+    pub answered_at: Micros,
 }
 
 impl Op {
@@ -89,6 +119,15 @@ impl Op {
             _ => None,
         }
     }
+
+    /// The attempt the receipt was at when this call read or wrote it: the attempt answered,
+    /// or 0 for a Get that found no receipt.
+    pub fn seen(&self) -> Option<u32> {
+        match self.outcome {
+            Outcome::Refused(Code::NotFound) if self.call == Call::Get => Some(0),
+            _ => self.attempt(),
+        }
+    }
 }
 
 /// What every key looked like when the run was over (a Get per key).
@@ -97,6 +136,9 @@ pub struct Final {
     pub attempt: u32,
     pub state: State,
     pub response: Vec<u8>,
+    /// When the lease ends (PROCESSING only) and when the receipt last changed.
+    pub lease_end: Option<Micros>,
+    pub updated_at: Option<Micros>,
 }
 
 /// A history being recorded by many callers at once.

@@ -7,15 +7,21 @@
 //! after the lease ran out to Complete with its old token — which must then be refused if
 //! someone took over. Every call has its own deadline; a call that fails for a reason that
 //! does not say whether it happened is recorded as `Unknown` and the caller carries on.
+//! Optionally (`Workload`): short deadlines told to claimd, random leases, Claims that
+//! `wait`, holders that send a settling call twice at once, and a Get after every call cut
+//! short at its deadline (`caller.rs`).
 
-use super::{Call, Final, Op, Outcome, Recorder, outcome_of};
+mod caller;
+
+use super::{Call, Final, Micros, Op, Outcome, Recorder, micros};
+use caller::Caller;
 use claimd::pb::claim_service_client::ClaimServiceClient;
 use claimd::pb::{self, Decision};
 use rand::Rng;
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tonic::transport::{Channel, Endpoint};
 
@@ -31,13 +37,39 @@ pub struct Workload {
     pub hot: usize,
     /// How long a hot set lasts.
     pub epoch: Duration,
-    /// The lease a Claim asks for.
+    /// The lease a Claim (and a Heartbeat) asks for; with `lease_max`, a random one from
+    /// `lease` to `lease_max`.
     pub lease: Duration,
+    pub lease_max: Option<Duration>,
     /// The deadline of each call.
     pub call_timeout: Duration,
-    /// When set, every other caller gives each call a random deadline of at most this, so
-    /// many calls are cancelled while queued, in a statement, or on the way back.
+    /// When set, every other caller gives each call a random deadline of `cancel_from` to
+    /// this, so many calls are cancelled while queued, in a statement, or on the way back.
     pub cancel_within: Option<Duration>,
+    pub cancel_from: Duration,
+    /// Whether the other callers tell claimd their `call_timeout` as the call's deadline
+    /// (`grpc-timeout`) instead of only giving up on it themselves.
+    pub tell_deadline: bool,
+    /// Whether a call cut short at a deadline it told claimd is followed by a Get of its key
+    /// once the deadline and the checker's margin have passed (`checker::ERROR_MARGIN`).
+    pub read_after_error: bool,
+    /// How often (in percent) a holder sends its settling call twice at once (a Retry
+    /// twice, or a Retry and a Quarantine), as a client that retries on its own does: one
+    /// may be accepted, never both.
+    pub twin_settles: u32,
+    /// When set, a holder works for a random time up to this between its CLAIMED and what
+    /// it does next (as real holders do), so its calls meet the locks and stuck batches of
+    /// a fault.
+    pub work: Option<Duration>,
+    /// How often (in percent) a holder walks away with its token, to come back with it
+    /// after its lease ran out.
+    pub walk_away: u32,
+    /// When set, the Claims of the callers without a short deadline ask claimd to wait
+    /// this long for an IN_FLIGHT receipt to settle (docs/DESIGN.md §2.9).
+    pub claim_wait: Option<Duration>,
+    /// The store clock's offset from this machine's wall clock, in microseconds (zero for
+    /// a claimd binary; a `TestApp`'s `clock.offset_micros()`).
+    pub clock_offset: Micros,
 }
 
 impl Default for Workload {
@@ -48,8 +80,17 @@ impl Default for Workload {
             epoch: Duration::from_millis(2000),
             // The shortest lease and retry delay claimd accepts (docs/DESIGN.md §2.8).
             lease: Duration::from_secs(1),
+            lease_max: None,
             call_timeout: Duration::from_secs(3),
             cancel_within: None,
+            cancel_from: Duration::from_micros(500),
+            tell_deadline: false,
+            read_after_error: false,
+            twin_settles: 0,
+            work: None,
+            walk_away: 14,
+            claim_wait: None,
+            clock_offset: 0,
         }
     }
 }
@@ -65,135 +106,32 @@ pub fn channel(addr: SocketAddr, timeout: Duration) -> ClaimServiceClient<Channe
     ClaimServiceClient::new(channel)
 }
 
-fn duration(d: Duration) -> Option<prost_types::Duration> {
-    Some(prost_types::Duration {
-        seconds: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-        nanos: i32::try_from(d.subsec_nanos()).unwrap_or(0),
-    })
-}
-
-/// One caller's client, recording each call.
-struct Caller {
-    client: ClaimServiceClient<Channel>,
-    history: Recorder,
-    lease: Duration,
-    cancel_within: Option<Duration>,
-}
-
-impl Caller {
-    /// `message` with this caller's deadline: the channel's, or a random short one.
-    fn request<T>(&self, message: T) -> tonic::Request<T> {
-        let mut request = tonic::Request::new(message);
-        if let Some(most) = self.cancel_within {
-            let micros = rand::rng().random_range(500..=most.as_micros().max(501));
-            request.set_timeout(Duration::from_micros(u64::try_from(micros).unwrap_or(500)));
-        }
-        request
-    }
-
-    /// Sends one call, records it, and returns its outcome.
-    async fn call(&mut self, key: &str, call: Call, token: Option<&str>) -> Outcome {
-        let ns = NS.to_owned();
-        let k = key.to_owned();
-        let t = token.unwrap_or_default().to_owned();
-        let sent_response = match call {
-            Call::Complete => format!("{key}@{t}").into_bytes(),
-            _ => Vec::new(),
-        };
-        let start = Instant::now();
-        let mut c = self.client.clone();
-        let answer = match call {
-            Call::Claim => c
-                .claim(self.request(pb::ClaimRequest {
-                    namespace: ns,
-                    key: k,
-                    fingerprint: key.as_bytes().to_vec(),
-                    lease_ttl: duration(self.lease),
-                    ..Default::default()
-                }))
-                .await
-                .map(|r| {
-                    let r = r.into_inner();
-                    (
-                        Some(r.decision()),
-                        Some(r.claim_token).filter(|t| !t.is_empty()),
-                        r.receipt,
-                    )
-                }),
-            Call::Complete => c
-                .complete(self.request(pb::CompleteRequest {
-                    namespace: ns,
-                    key: k,
-                    claim_token: t,
-                    response: sent_response.clone(),
-                }))
-                .await
-                .map(|r| (None, None, r.into_inner().receipt)),
-            Call::Heartbeat => c
-                .heartbeat(self.request(pb::HeartbeatRequest {
-                    namespace: ns,
-                    key: k,
-                    claim_token: t,
-                    lease_ttl: duration(self.lease),
-                    checkpoint: None,
-                }))
-                .await
-                .map(|r| (None, None, r.into_inner().receipt)),
-            Call::Retry => c
-                .retry(self.request(pb::RetryRequest {
-                    namespace: ns,
-                    key: k,
-                    claim_token: t,
-                    error: "flaky".into(),
-                    retry_after: duration(Duration::from_secs(1)),
-                    count_attempt: None,
-                }))
-                .await
-                .map(|r| (None, None, r.into_inner().receipt)),
-            Call::Quarantine => c
-                .quarantine(self.request(pb::QuarantineRequest {
-                    namespace: ns,
-                    key: k,
-                    claim_token: t,
-                    error: "poison".into(),
-                }))
-                .await
-                .map(|r| (None, None, r.into_inner().receipt)),
-        };
-        let outcome = match answer {
-            Ok((decision, token, Some(receipt))) => Outcome::Ok {
-                decision,
-                token,
-                attempt: receipt.attempt,
-                state: receipt.state(),
-                response: receipt.response,
-            },
-            Ok((_, _, None)) => Outcome::Unknown(tonic::Code::Internal),
-            Err(status) => outcome_of(&status),
-        };
-        self.history.push(Op {
-            key: key.to_owned(),
-            call,
-            token: token.map(str::to_owned),
-            sent_response,
-            outcome: outcome.clone(),
-            start,
-            end: Instant::now(),
-        });
-        outcome
-    }
+/// The key of hot-set slot `pick` in epoch `epoch` (the hot set moves on every epoch).
+pub fn key(epoch: u128, pick: usize) -> String {
+    format!("e{epoch}-k{pick}")
 }
 
 /// Runs `workload` against `replicas` until `stop` is set; returns the history.
 pub async fn run(workload: &Workload, replicas: &[SocketAddr], stop: Arc<AtomicBool>) -> Vec<Op> {
     let history = Recorder::default();
+    let reads = Arc::new(Mutex::new(Vec::new()));
     let began = Instant::now();
+    let lease_max = workload
+        .lease_max
+        .unwrap_or(workload.lease)
+        .max(workload.lease);
     let tasks = (0..workload.callers).map(|id| {
-        let mut caller = Caller {
+        let short = workload.cancel_within.filter(|_| id % 2 == 1);
+        let caller = Caller {
             client: channel(replicas[id % replicas.len()], workload.call_timeout),
             history: history.clone(),
-            lease: workload.lease,
-            cancel_within: workload.cancel_within.filter(|_| id % 2 == 1),
+            lease: (workload.lease, lease_max),
+            short: short.map(|most| (workload.cancel_from, most)),
+            told: Some(workload.call_timeout).filter(|_| workload.tell_deadline),
+            offset: workload.clock_offset,
+            read_after_error: workload.read_after_error,
+            wait: workload.claim_wait.filter(|_| short.is_none()),
+            reads: reads.clone(),
         };
         let (w, stop) = (workload.clone(), stop.clone());
         tokio::spawn(async move {
@@ -201,9 +139,11 @@ pub async fn run(workload: &Workload, replicas: &[SocketAddr], stop: Arc<AtomicB
             let mut abandoned: Vec<(Instant, String, String)> = Vec::new();
             while !stop.load(Ordering::SeqCst) {
                 let epoch = began.elapsed().as_millis() / w.epoch.as_millis().max(1);
-                let pick = rand::rng().random_range(0..w.hot);
-                let key = format!("e{epoch}-k{pick}");
-                if let Some(i) = abandoned.iter().position(|(at, ..)| at.elapsed() > w.lease) {
+                let key = key(epoch, rand::rng().random_range(0..w.hot));
+                if let Some(i) = abandoned
+                    .iter()
+                    .position(|(at, ..)| at.elapsed() > lease_max)
+                {
                     let (_, key, token) = abandoned.swap_remove(i);
                     caller.call(&key, Call::Complete, Some(&token)).await;
                     continue;
@@ -223,8 +163,29 @@ pub async fn run(workload: &Workload, replicas: &[SocketAddr], stop: Arc<AtomicB
                     tokio::time::sleep(Duration::from_millis(pause)).await;
                     continue;
                 };
-                let roll = rand::rng().random_range(0..100);
+                if let Some(most) = w.work {
+                    let ms = rand::rng().random_range(0..=most.as_millis());
+                    let ms = u64::try_from(ms).unwrap_or(u64::MAX);
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                }
+                if rand::rng().random_range(0..100) < w.walk_away {
+                    abandoned.push((Instant::now(), key, token));
+                    continue;
+                }
                 let t = Some(token.as_str());
+                if rand::rng().random_range(0..100) < w.twin_settles {
+                    let again = match rand::rng().random_bool(0.5) {
+                        true => Call::Retry,
+                        false => Call::Quarantine,
+                    };
+                    let both = futures::future::join(
+                        caller.call(&key, Call::Retry, t),
+                        caller.call(&key, again, t),
+                    );
+                    drop(both.await);
+                    continue;
+                }
+                let roll = rand::rng().random_range(0..86);
                 match roll {
                     0..60 => drop(caller.call(&key, Call::Complete, t).await),
                     60..70 => {
@@ -232,8 +193,7 @@ pub async fn run(workload: &Workload, replicas: &[SocketAddr], stop: Arc<AtomicB
                         caller.call(&key, Call::Complete, t).await;
                     }
                     70..82 => drop(caller.call(&key, Call::Retry, t).await),
-                    82..86 => drop(caller.call(&key, Call::Quarantine, t).await),
-                    _ => abandoned.push((Instant::now(), key, token)),
+                    _ => drop(caller.call(&key, Call::Quarantine, t).await),
                 }
             }
         })
@@ -241,6 +201,11 @@ pub async fn run(workload: &Workload, replicas: &[SocketAddr], stop: Arc<AtomicB
     for task in futures::future::join_all(tasks.collect::<Vec<_>>()).await {
         // A caller panics only when the test itself is broken.
         task.expect("a caller task ran to its end");
+    }
+    let reads = std::mem::take(&mut *reads.lock().unwrap_or_else(|p| p.into_inner()));
+    for read in futures::future::join_all(reads).await {
+        // A read panics only when the test itself is broken.
+        read.expect("a read after an error ran to its end");
     }
     history.ops()
 }
@@ -271,6 +236,8 @@ pub async fn finals(
                         Final {
                             attempt: r.attempt,
                             state: r.state(),
+                            lease_end: micros(r.lease_expires_at),
+                            updated_at: micros(r.updated_at),
                             response: r.response,
                         },
                     );

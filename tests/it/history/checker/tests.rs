@@ -1,15 +1,23 @@
 //! The checker against hand-made histories: a valid one passes, and each broken invariant
-//! is reported by its rule (so a checker that always passes would fail here).
+//! is reported by its rule (so a checker that always passes would fail here). The rules
+//! of errors, leases and settling tokens have theirs in `tests/`.
+
+mod errors;
+mod leases;
 
 use super::check;
-use crate::history::{Call, Final, Op, Outcome};
+use crate::history::{Call, Final, Micros, Op, Outcome};
 use claimd::pb::{Decision, State};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use tonic::Code;
 
+/// The store clock's reading at a history's time base (any moment will do).
+const BASE_US: Micros = 1_700_000_000_000_000;
+
 /// Builds a history on one key with a shared time base: each op runs from `at` to `at + 1`
-/// (in milliseconds), so `at` values two apart are in real-time order.
+/// (in milliseconds), so `at` values two apart are in real-time order; the store clock
+/// reads [`BASE_US`] at the base.
 struct H {
     base: Instant,
     ops: Vec<Op>,
@@ -24,6 +32,19 @@ impl H {
     }
 
     fn op(&mut self, at: u64, call: Call, token: Option<&str>, outcome: Outcome) -> &mut H {
+        self.timed(at, 1, None, call, token, outcome)
+    }
+
+    /// An op from `at` taking `took` ms, that told claimd `deadline` ms.
+    fn timed(
+        &mut self,
+        at: u64,
+        took: u64,
+        deadline: Option<u64>,
+        call: Call,
+        token: Option<&str>,
+        outcome: Outcome,
+    ) -> &mut H {
         let start = self.base + Duration::from_millis(at);
         self.ops.push(Op {
             key: "k".into(),
@@ -34,9 +55,12 @@ impl H {
             } else {
                 Vec::new()
             },
+            deadline: deadline.map(Duration::from_millis),
             outcome,
             start,
-            end: start + Duration::from_millis(1),
+            end: start + Duration::from_millis(took),
+            sent_at: ms(at),
+            answered_at: ms(at + took),
         });
         self
     }
@@ -61,6 +85,11 @@ impl H {
     }
 }
 
+/// The store clock `at` ms after the base.
+fn ms(at: u64) -> Micros {
+    BASE_US + i64::try_from(at).unwrap_or(i64::MAX) * 1_000
+}
+
 fn ok(decision: Option<Decision>, token: Option<&str>, attempt: u32, state: State) -> Outcome {
     Outcome::Ok {
         decision,
@@ -72,6 +101,8 @@ fn ok(decision: Option<Decision>, token: Option<&str>, attempt: u32, state: Stat
         } else {
             Vec::new()
         },
+        lease_end: None,
+        updated_at: None,
     }
 }
 
@@ -80,6 +111,19 @@ fn completed(attempt: u32) -> Final {
         attempt,
         state: State::Completed,
         response: b"done".to_vec(),
+        lease_end: None,
+        updated_at: None,
+    }
+}
+
+/// A PROCESSING receipt at `attempt` as a final read.
+fn processing(attempt: u32) -> Final {
+    Final {
+        attempt,
+        state: State::Processing,
+        response: Vec::new(),
+        lease_end: None,
+        updated_at: None,
     }
 }
 
@@ -130,11 +174,7 @@ fn an_unknown_outcome_may_explain_the_final_state() {
 fn two_claimed_answers_for_one_attempt_are_caught() {
     let mut h = H::new();
     h.claimed(0, "t1", 1).claimed(0, "t2", 1);
-    let found = h.rules(Final {
-        attempt: 1,
-        state: State::Processing,
-        response: Vec::new(),
-    });
+    let found = h.rules(processing(1));
     assert!(
         found
             .iter()
@@ -147,11 +187,7 @@ fn two_claimed_answers_for_one_attempt_are_caught() {
 fn a_claim_whose_attempt_does_not_rise_is_caught() {
     let mut h = H::new();
     h.claimed(0, "t1", 2).claimed(4, "t2", 1);
-    let found = h.rules(Final {
-        attempt: 2,
-        state: State::Processing,
-        response: Vec::new(),
-    });
+    let found = h.rules(processing(2));
     assert!(named(&found, "attempts increase"), "{found:?}");
 }
 
@@ -165,11 +201,7 @@ fn a_holder_call_accepted_from_a_superseded_token_is_caught() {
         1,
         State::Processing,
     );
-    let found = h.rules(Final {
-        attempt: 2,
-        state: State::Processing,
-        response: Vec::new(),
-    });
+    let found = h.rules(processing(2));
     assert!(named(&found, "fencing"), "{found:?}");
 }
 
@@ -183,11 +215,7 @@ fn a_holder_call_racing_the_takeover_is_not_a_violation() {
         1,
         State::Processing,
     );
-    let last = Final {
-        attempt: 2,
-        state: State::Processing,
-        response: Vec::new(),
-    };
+    let last = processing(2);
     assert_eq!(h.rules(last), Vec::<String>::new());
 }
 
@@ -198,9 +226,8 @@ fn a_token_used_after_its_retry_is_caught() {
         .holder(2, Call::Retry, "t1", 1, State::RetryWait)
         .holder(4, Call::Heartbeat, "t1", 1, State::Processing);
     let found = h.rules(Final {
-        attempt: 1,
         state: State::RetryWait,
-        response: Vec::new(),
+        ..processing(1)
     });
     assert!(named(&found, "spent token"), "{found:?}");
 }
@@ -225,19 +252,11 @@ fn an_acknowledged_completion_that_is_gone_is_caught() {
     let mut h = H::new();
     h.claimed(0, "t1", 1)
         .holder(2, Call::Complete, "t1", 1, State::Completed);
-    let lost = Final {
-        attempt: 1,
-        state: State::Processing,
-        response: Vec::new(),
-    };
+    let lost = processing(1);
     assert!(named(&h.rules(lost), "durability"));
     let mut h = H::new();
-    h.claimed(0, "t1", 3);
-    let earlier = Final {
-        attempt: 2,
-        state: State::Processing,
-        response: Vec::new(),
-    };
+    h.claimed(0, "t1", 1).claimed(2, "t2", 2);
+    let earlier = processing(1);
     assert!(named(&h.rules(earlier), "durability"));
     let missing = check(&h.ops, &HashMap::new()).violations;
     assert!(named(&missing, "durability"), "{missing:?}");
