@@ -96,11 +96,21 @@ pub fn decide_claim(
         // Held on this call's own token: an earlier write of this same call landed though
         // its answer was lost (a waiting Claim that claims again, a batch re-run). The
         // token was minted for this call alone, so the lease is the caller's.
-        State::Processing
-            if r.claim_token == Some(input.new_token)
-                && r.lease_expires_at.is_some_and(|t| t > now) =>
-        {
-            return read(Decision::Claimed);
+        State::Processing if r.claim_token == Some(input.new_token) => {
+            if r.lease_expires_at.is_some_and(|t| t > now) {
+                return read(Decision::Claimed);
+            }
+            // Its lease ran out before the caller heard of it: nobody else was told
+            // CLAIMED for this attempt, so the same attempt gets a fresh lease (no attempt
+            // spent on an answer that was lost).
+            let mut next = r.clone();
+            next.updated_at = now;
+            next.lease_expires_at = Some(now + input.lease_ttl);
+            return ClaimOutcome {
+                decision: Decision::Claimed,
+                receipt: next,
+                write: Write::Update,
+            };
         }
         State::Processing if r.lease_expires_at.is_some_and(|t| t > now) => {
             return read(Decision::InFlight);
@@ -176,9 +186,15 @@ mod tests {
         assert_eq!(other.decision, Decision::InFlight, "another call's token");
         let expired = decide_claim(Some(&mine), &i, t(31), &Policy::default());
         assert_eq!(expired.decision, Decision::Claimed);
+        assert_eq!(expired.write, Write::Update);
         assert_eq!(
-            expired.receipt.attempt, 2,
-            "an ended lease is taken over as usual"
+            expired.receipt.attempt, 1,
+            "no attempt spent on a lost answer"
+        );
+        assert_eq!(
+            expired.receipt.lease_expires_at,
+            Some(t(61)),
+            "a fresh lease"
         );
     }
 

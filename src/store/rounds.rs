@@ -188,6 +188,7 @@ fn decide(sealer: &Sealer, job: &Job) -> Step {
     if let (Some(landed), Known::Read(..), Some((row, blobs))) =
         (&job.landed, &job.known, current.as_ref())
         && landed.made(blobs)
+        && landed.still_holds(row, now)
     {
         return Step::Done(Ok(landed.answer(row)));
     }

@@ -32,6 +32,17 @@ impl Landed {
         blobs.write_id == Some(self.id)
     }
 
+    /// Whether answering `row` as written at `now` still tells the truth: a Claim's lease
+    /// must not have run out meanwhile (then the Claim is decided again on the row, its own
+    /// token on an ended lease: a takeover with a fresh lease), so a CLAIMED answer's lease
+    /// never ends before the answer is sent.
+    pub(super) fn still_holds(&self, row: &Receipt, now: crate::domain::Timestamp) -> bool {
+        match self.claim {
+            Some((Decision::Claimed, _)) => row.lease_expires_at.is_some_and(|t| t > now),
+            _ => true,
+        }
+    }
+
     pub(super) fn answer(&self, row: &Receipt) -> Answer {
         match self.claim {
             Some((decision, write)) => Answer::Claim(ClaimOutcome {
