@@ -8,30 +8,32 @@
 # heavy (8 GB written, about two minutes on two cores) for the test suite, which checks the
 # guard at a small `--notify-queue-max-usage` instead (tests/it/faults_notify.rs).
 #
-# Usage: scripts/notify-queue-full.sh [--claimd PATH] [--bench PATH] [--seconds S]
+# Usage: scripts/notify-queue-full.sh [--claimd PATH]... [--bench PATH] [--seconds S]
 #
-#   --claimd PATH   the claimd binary to try (default: target/release/claimd)
+#   --claimd PATH   a claimd binary to try, each on a database of its own against the same
+#                   full queue; may be repeated (default: target/release/claimd)
 #   --bench PATH    claimd-bench (default: target/release/claimd-bench)
 #   --seconds S     length of the workload's round (default 5)
 #
 # A throwaway cluster in a temporary directory (unix socket only, fsync off), removed at
 # the end. Needs the PostgreSQL 15 server binaries (CLAIMD_PG_BIN) and 9 GB of free disk.
-# Exit status: claimd-bench's.
+# Exit status: 0 when claimd-bench got only right answers from every claimd tried.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-claimd=target/release/claimd
+claimds=()
 bench=target/release/claimd-bench
 seconds=5
 while [ $# -gt 0 ]; do
   case "$1" in
-    --claimd) claimd="${2:?--claimd needs a path}"; shift ;;
+    --claimd) claimds+=("${2:?--claimd needs a path}"); shift ;;
     --bench) bench="${2:?--bench needs a path}"; shift ;;
     --seconds) seconds="${2:?--seconds needs a number}"; shift ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
   shift
 done
+[ ${#claimds[@]} -gt 0 ] || claimds=(target/release/claimd)
 pg_bin="${CLAIMD_PG_BIN:-/usr/lib/postgresql/15/bin}"
 
 dir=$(mktemp -d /tmp/claimd-notify-XXXXXX)
@@ -89,11 +91,19 @@ if psql_ -d claimd -c "SELECT pg_notify('claimd_settled', 'x')" > /dev/null 2>&1
   echo "a NOTIFY still succeeds: the queue is not full" >&2; exit 1
 fi
 
-url="postgres://postgres@localhost:$port/claimd?host=$dir"
-set +e
-"$bench" --store postgres --database-url "$url" --claimd "$claimd" --workload mixed \
-  --callers 1,16 --rounds 1 --seconds "$seconds"
-status=$?
-set -e
-echo "usage at the end: $(psql_ -c 'SELECT pg_notification_queue_usage()')"
+status=0
+n=0
+for claimd in "${claimds[@]}"; do
+  n=$((n + 1))
+  psql_ -c "CREATE DATABASE claimd_$n"
+  echo "== $claimd (database claimd_$n)"
+  set +e
+  "$bench" --store postgres --database-url "postgres://postgres@localhost:$port/claimd_$n?host=$dir" \
+    --claimd "$claimd" --workload mixed --callers 1,16 --rounds 1 --seconds "$seconds"
+  ran=$?
+  set -e
+  echo "== $claimd: claimd-bench exit status $ran; queue usage now \
+$(psql_ -c 'SELECT pg_notification_queue_usage()')"
+  [ "$ran" = 0 ] || status=1
+done
 exit "$status"

@@ -127,3 +127,47 @@ pub struct ResealArgs {
     #[arg(long)]
     pub dry_run: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Cli;
+    use clap::Parser;
+    use std::time::Duration;
+
+    fn notify(args: &[&str]) -> Result<crate::store::NotifyOptions, clap::Error> {
+        let cli = Cli::try_parse_from([&["claimd"], args].concat())?;
+        let seal = std::sync::Arc::new(crate::seal::Sealer::ephemeral());
+        Ok(cli.serve.database.store_options(seal).notify)
+    }
+
+    #[test]
+    fn the_notification_queue_flags_default_to_half_the_queue_and_thirty_seconds_and_refuse_nonsense()
+     {
+        let defaults = notify(&[]).unwrap();
+        assert_eq!(defaults.max_usage, 0.5);
+        assert_eq!(defaults.stale_after, Duration::from_secs(30));
+        let set = notify(&[
+            "--notify-queue-max-usage",
+            "0.00002",
+            "--notify-listener-stale-after",
+            "2s",
+        ])
+        .unwrap();
+        assert_eq!(set.max_usage, 0.00002);
+        assert_eq!(set.stale_after, Duration::from_secs(2));
+        for (flag, value) in [
+            ("--notify-queue-max-usage", "0"),
+            ("--notify-queue-max-usage", "1"),
+            ("--notify-queue-max-usage", "-0.1"),
+            ("--notify-queue-max-usage", "NaN"),
+            ("--notify-queue-max-usage", "half"),
+            ("--notify-listener-stale-after", "500ms"),
+            ("--notify-listener-stale-after", "soon"),
+        ] {
+            let err = notify(&[&format!("{flag}={value}")])
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(flag), "{flag} {value}: {err}");
+        }
+    }
+}

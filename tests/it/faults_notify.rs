@@ -300,6 +300,21 @@ async fn postgres_a_stopped_replica_holding_the_notification_queue_stops_no_writ
         );
     })
     .await;
+    // Shown with --nocapture: what the replicas logged about the queue.
+    for (name, replica) in [
+        ("healthy", &healthy),
+        ("bystander", &bystander),
+        ("stopped", &stopped),
+    ] {
+        for line in replica
+            .server
+            .log()
+            .lines()
+            .filter(|l| l.contains("queue") || l.contains("listen"))
+        {
+            println!("{name}: {line}");
+        }
+    }
     verdict.assert_valid();
     assert_eq!(
         verdict.unknown, 0,
