@@ -10,8 +10,9 @@ use std::time::Duration;
 /// `serve`'s authentication-flood flags.
 #[derive(Debug, Clone, Args)]
 pub struct AuthArgs {
-    /// Failed authentications allowed per peer address per `--auth-failure-window` (a token
-    /// bucket); beyond it, attempts with keys not known to work get RESOURCE_EXHAUSTED. 0: off.
+    /// Failed authentications allowed per peer address (IPv6: per /64) per
+    /// `--auth-failure-window` (a token bucket); beyond it, its wrong keys get
+    /// RESOURCE_EXHAUSTED without a lookup each, while correct keys are still served. 0: off.
     #[arg(long, env = "CLAIMD_AUTH_FAILURE_LIMIT", default_value_t = defaults::AUTH_FAILURE_LIMIT)]
     pub auth_failure_limit: u32,
     /// How long a peer address's `--auth-failure-limit` takes to refill.
