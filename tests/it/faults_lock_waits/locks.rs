@@ -47,8 +47,11 @@ pub(super) async fn hold_rows(url: &str, end: Instant, rows: Rows, hold: (u64, u
 }
 
 /// Until `end`: just before each hot set becomes hot, inserts half its keys uncommitted,
-/// holds them 0.3–2.5 s into the epoch and rolls them back. Keys go in in order, as claimd
-/// inserts them, so the two never wait for each other in a cycle.
+/// holds them 0.3–2.5 s into the epoch and rolls them back — as another claimd's batch
+/// does that holds its inserts while it waits on a lock: it first takes each key's
+/// advisory lock, in hash order, as every claimd batch does before it inserts
+/// (docs/DESIGN.md §4.2; receipts are written only by claimd, and a foreign transaction
+/// that inserts a receipt without that lock is outside the contract).
 pub(super) async fn insert_ahead(url: &str, began: Instant, load: &Workload, end: Instant) {
     let mut conn = sqlx::PgConnection::connect(url).await.expect("connect");
     for epoch in 1.. {
@@ -62,6 +65,16 @@ pub(super) async fn insert_ahead(url: &str, began: Instant, load: &Workload, end
             .collect();
         keys.sort();
         let mut tx = conn.begin().await.expect("begin");
+        sqlx::query(
+            "SELECT pg_advisory_xact_lock(1668047209, k.h) FROM ( \
+                 SELECT DISTINCT hashtext('default' || '/' || $1 || '/' || k) AS h \
+                 FROM unnest($2::text[]) AS k ORDER BY 1) k",
+        )
+        .bind(NS)
+        .bind(&keys)
+        .execute(&mut *tx)
+        .await
+        .expect("the keys' advisory locks");
         sqlx::query(
             "INSERT INTO receipts (tenant_id, namespace, key, state, attempt, fingerprint, \
                                    created_at, updated_at) \
