@@ -94,11 +94,6 @@ impl BodyLimitLayer {
             read_timeout: limits.read_timeout,
         }
     }
-
-    /// The budget the layer's bodies take from.
-    pub fn budget(&self) -> Arc<Budget> {
-        self.budget.clone()
-    }
 }
 
 impl<S> tower::Layer<S> for BodyLimitLayer {
