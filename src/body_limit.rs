@@ -8,7 +8,8 @@
 //!   first read, or the call is answered `DEADLINE_EXCEEDED` (the Connect door: HTTP 408)
 //!   and its stream reset, or over HTTP/1.1 its connection closed. The call's own deadline
 //!   (`grpc-timeout`, `Connect-Timeout-Ms`) covers the body too, in `deadline`, so the
-//!   smaller of the two wins;
+//!   smaller of the two wins. A client stream (reflection, [`CLIENT_STREAMS`]) may stay
+//!   open as long as it sends something within each `--body-read-timeout`;
 //! - **a budget**: the bytes all bodies being read hold at once are at most
 //!   `--max-buffered-body-bytes`, and those of one source (an IPv4 address, an IPv6 /64)
 //!   at most `--max-buffered-body-bytes-per-source`. A body counts the bytes it has read,
@@ -31,6 +32,14 @@ use tonic::body::Body;
 /// The most one body counts against the budget: the largest request message and its
 /// 5-byte gRPC frame header.
 pub const KEPT_PER_BODY: usize = crate::api::MAX_REQUEST_BYTES + 5;
+
+/// The methods whose request is a stream of messages over the call's life (reflection,
+/// which grpcurl and IDEs keep open between questions): their body's deadline runs from
+/// the bytes before, not from the first read.
+const CLIENT_STREAMS: [&str; 2] = [
+    "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+    "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+];
 
 /// Why a request body was cut off (a status in `api/error.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -94,11 +103,6 @@ impl BodyLimitLayer {
             read_timeout: limits.read_timeout,
         }
     }
-
-    /// The budget the layer's bodies take from.
-    pub fn budget(&self) -> Arc<Budget> {
-        self.budget.clone()
-    }
 }
 
 impl<S> tower::Layer<S> for BodyLimitLayer {
@@ -135,7 +139,9 @@ where
         let source = crate::auth::peer_ip(&request).map(Source::of);
         let budget = self.layer.budget.clone();
         let timeout = self.layer.read_timeout;
-        self.inner
-            .call(request.map(|body| Body::new(LimitedBody::new(body, budget, source, timeout))))
+        let stream = CLIENT_STREAMS.contains(&request.uri().path());
+        self.inner.call(
+            request.map(|body| Body::new(LimitedBody::new(body, budget, source, timeout, stream))),
+        )
     }
 }

@@ -143,12 +143,13 @@ where
     }
 
     fn call(&mut self, mut request: Request<Body>) -> Self::Future {
+        let route = route(&request);
         // What a browser page can send (Connect, gRPC-Web; not gRPC): protected mode checks
         // where it is addressed (`auth`).
-        if !matches!(route(&request), Route::Pass) || is_grpc_web(&request) {
+        if !matches!(route, Route::Pass) || is_grpc_web(&request) {
             request.extensions_mut().insert(crate::auth::WebProtocol);
         }
-        let codec = match route(&request) {
+        let codec = match route {
             Route::Pass => return Box::pin(self.inner.call(request)),
             Route::Unsupported => {
                 let e = codes::ConnectError::unsupported_media_type();

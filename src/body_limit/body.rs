@@ -1,6 +1,7 @@
 //! [`LimitedBody`]: a request body that is read only when a service asks for it (after
-//! authentication), fails once its deadline passes, and takes what it holds from the
-//! [`Budget`] as its bytes arrive, giving it back when it is dropped.
+//! authentication), fails once its deadline passes (for a client stream: once it has sent
+//! nothing for that long), and takes what it holds from the [`Budget`] as its bytes
+//! arrive, giving it back when it is dropped.
 
 use super::budget::{Budget, Source};
 use super::{BodyRefused, KEPT_PER_BODY};
@@ -21,6 +22,7 @@ pub struct LimitedBody {
     budget: Arc<Budget>,
     source: Option<Source>,
     timeout: Option<Duration>,
+    stream: bool,
     deadline: Option<Pin<Box<Sleep>>>,
     seen: usize,
     held: usize,
@@ -28,18 +30,22 @@ pub struct LimitedBody {
 }
 
 impl LimitedBody {
-    /// `inner` from `source`, to be read within `timeout` of its first read.
+    /// `inner` from `source`, to be read within `timeout` of its first read — or, for a
+    /// client `stream` (messages sent over the call's life), within `timeout` of the bytes
+    /// before.
     pub fn new(
         inner: Body,
         budget: Arc<Budget>,
         source: Option<Source>,
         timeout: Option<Duration>,
+        stream: bool,
     ) -> LimitedBody {
         LimitedBody {
             inner,
             budget,
             source,
             timeout,
+            stream,
             deadline: None,
             seen: 0,
             held: 0,
@@ -90,9 +96,17 @@ impl hyper::body::Body for LimitedBody {
         let polled = Pin::new(&mut this.inner).poll_frame(cx);
         if let Poll::Ready(Some(Ok(frame))) = &polled
             && let Some(data) = frame.data_ref()
-            && let Err(refused) = this.account(data.len())
         {
-            return this.fail(refused);
+            if let Err(refused) = this.account(data.len()) {
+                return this.fail(refused);
+            }
+            if this.stream
+                && let (Some(deadline), Some(timeout)) = (&mut this.deadline, this.timeout)
+            {
+                deadline
+                    .as_mut()
+                    .reset(tokio::time::Instant::now() + timeout);
+            }
         }
         polled
     }

@@ -14,7 +14,8 @@ pub struct BodyArgs {
     /// A request body must arrive whole within this of its first read (after the call was
     /// authenticated), or the call is answered DEADLINE_EXCEEDED (Connect: HTTP 408) and
     /// its stream or HTTP/1.1 connection closed; the call's own deadline applies too, the
-    /// smaller wins. 0 turns it off.
+    /// smaller wins. A reflection stream must send something within each such period
+    /// instead. 0 turns it off.
     #[arg(long, env = "CLAIMD_BODY_READ_TIMEOUT", default_value = defaults::BODY_READ_TIMEOUT,
           value_parser = parse_duration)]
     pub body_read_timeout: Duration,

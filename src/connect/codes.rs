@@ -208,3 +208,20 @@ pub fn http_status(code: Code) -> StatusCode {
         Code::Unknown | Code::Internal | Code::DataLoss => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ConnectError;
+    use tonic::Status;
+
+    #[test]
+    fn a_body_past_its_deadline_is_408_a_full_budget_429_and_a_broken_one_400() {
+        let status = |s: &Status| ConnectError::unread(s).into_response().status().as_u16();
+        assert_eq!(status(&Status::deadline_exceeded("slow")), 408);
+        assert_eq!(status(&Status::resource_exhausted("full")), 429);
+        assert_eq!(status(&Status::cancelled("reset")), 400);
+        // The caller's own deadline keeps Connect's mapping.
+        let late = ConnectError::from_status(&Status::deadline_exceeded("late"));
+        assert_eq!(late.into_response().status().as_u16(), 504);
+    }
+}

@@ -246,3 +246,52 @@ async fn bodies_past_the_share_of_one_source_or_the_whole_budget_are_resource_ex
         n += 1;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reflection_stream_stays_open_while_it_asks_and_is_ended_once_it_stops() {
+    use tonic_reflection::pb::v1::ServerReflectionRequest;
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    let timeout = Duration::from_secs(2);
+    let app = app(|c| c.bodies.read_timeout = Some(timeout)).await;
+    let channel = tonic::transport::Channel::from_shared(format!("http://{}", app.addr))
+        .expect("a valid URI")
+        .connect()
+        .await
+        .expect("connects");
+    let (asks, questions) = tokio::sync::mpsc::channel(1);
+    let questions = tokio_stream::wrappers::ReceiverStream::new(questions);
+    let ask = || ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    asks.send(ask()).await.expect("the stream is open");
+    let mut client = ServerReflectionClient::new(channel);
+    let mut answers = client
+        .server_reflection_info(questions)
+        .await
+        .expect("the stream opens")
+        .into_inner();
+    // Asking every 300 ms for longer than the timeout: every question answered.
+    let started = std::time::Instant::now();
+    let mut answered = 0;
+    while started.elapsed() < 2 * timeout {
+        let answer = tokio::time::timeout(BOUND, answers.message()).await;
+        assert!(
+            answer
+                .expect("answered in time")
+                .expect("an answer")
+                .is_some()
+        );
+        answered += 1;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        asks.send(ask()).await.expect("the stream is open");
+    }
+    assert!(answered > 4, "{answered}");
+    let _ = tokio::time::timeout(BOUND, answers.message()).await;
+    // Silent from now on: the stream is ended at the timeout, not held (the reflection
+    // service ends its answers when its requests fail, without an error of its own).
+    let ended = tokio::time::timeout(BOUND, answers.message()).await;
+    let ended = ended.expect("ended in time");
+    assert!(!matches!(ended, Ok(Some(_))), "{ended:?}");
+}

@@ -12,6 +12,9 @@ use tonic::Code;
 const BOUND: std::time::Duration = std::time::Duration::from_secs(15);
 const ALLOWED: &str = "http://localhost:3000";
 
+/// A case: what it is, the `Host` it sends, its other headers.
+type Case<'a> = (&'a str, String, Vec<(&'a str, &'a str)>);
+
 /// A Connect Claim of `key` over HTTP/1.1 with `host` and `headers`.
 async fn connect_claim(
     app: &TestApp,
@@ -81,7 +84,7 @@ async fn protected_mode_serves_only_calls_addressed_to_this_machine_from_allowed
     let rebound = format!("evil.example:{port}");
     let page = format!("http://evil.example:{port}");
     // Refused: a rebound name, with or without its page's Origin; a foreign Origin.
-    let refused: [(&str, String, Vec<(&str, &str)>); 4] = [
+    let refused: [Case; 4] = [
         (
             "rebound with origin",
             rebound.clone(),
@@ -135,7 +138,7 @@ async fn protected_mode_serves_only_calls_addressed_to_this_machine_from_allowed
     assert_eq!(code, Some(Code::Ok));
 
     // Served: loopback names and addresses, with or without a port; the allowed origin.
-    let served: [(&str, String, Vec<(&str, &str)>); 5] = [
+    let served: [Case; 5] = [
         ("localhost", format!("localhost:{port}"), vec![]),
         ("localhost without port", "localhost".into(), vec![]),
         ("ipv4", app.addr.to_string(), vec![]),
