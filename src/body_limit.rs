@@ -136,7 +136,7 @@ where
     }
 
     fn call(&mut self, request: http::Request<Body>) -> S::Future {
-        let source = crate::auth::peer_ip(&request).map(Source::of);
+        let source = crate::auth::peer_ip(&request).map(Source::from);
         let budget = self.layer.budget.clone();
         let timeout = self.layer.read_timeout;
         let stream = CLIENT_STREAMS.contains(&request.uri().path());

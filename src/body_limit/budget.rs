@@ -1,35 +1,16 @@
 //! [`Budget`]: the request-body bytes every call together may hold at once, and the share
-//! of one source — an IPv4 address, or the /64 an IPv6 address belongs to (one host or
-//! one customer's network gets one share, however many addresses it uses).
+//! of one source ([`Source`](crate::source::Source): an IPv4 address, or the /64 an IPv6
+//! address belongs to — one host or one customer's network gets one share, however many
+//! addresses it uses).
 
 use super::BodyRefused;
+pub use crate::source::Source;
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How often, at most, a refusal at the budget is logged.
 const WARN_EVERY: Duration = Duration::from_secs(60);
-
-/// Where bytes are counted from: the address, an IPv6 one cut to its /64.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Source(IpAddr);
-
-impl Source {
-    /// The source `peer` counts against.
-    pub fn of(peer: IpAddr) -> Source {
-        match peer {
-            IpAddr::V4(v4) => Source(IpAddr::V4(v4)),
-            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-                Some(v4) => Source(IpAddr::V4(v4)),
-                None => {
-                    let prefix = u128::from(v6) & !((1u128 << 64) - 1);
-                    Source(IpAddr::V6(Ipv6Addr::from(prefix)))
-                }
-            },
-        }
-    }
-}
 
 #[derive(Debug, Default)]
 struct Usage {
@@ -132,7 +113,9 @@ mod tests {
     use super::*;
 
     fn ip(text: &str) -> Option<Source> {
-        Some(Source::of(text.parse().expect("an address")))
+        Some(Source::from(
+            text.parse::<std::net::IpAddr>().expect("an address"),
+        ))
     }
 
     #[test]
@@ -162,7 +145,7 @@ mod tests {
         assert!(budget.take(ip("2001:db8:1:2:ffff::9"), 11).is_err());
         assert_eq!(budget.take(ip("2001:db8:1:3::1"), 30), Ok(()));
         assert_eq!(
-            Source::of("::ffff:10.0.0.1".parse().unwrap()),
+            Source::from("::ffff:10.0.0.1".parse::<std::net::IpAddr>().unwrap()),
             ip("10.0.0.1").unwrap()
         );
     }

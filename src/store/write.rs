@@ -91,6 +91,8 @@ impl Version {
 }
 
 /// The row a write expects.
+// One per write, moved rarely: boxing the version would only add an allocation per write.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Expect {
     /// No row: insert one, with this new life.
