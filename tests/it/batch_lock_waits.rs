@@ -13,9 +13,9 @@
 use crate::common::app::{TestApp, decision};
 use crate::common::blocker::Blocker;
 use crate::common::receipt_ops::{
-    FP, NS, claim_request, claimed, complete, heartbeat, quarantine, retry,
+    FP, NS, claim_request, claimed, complete, exists, heartbeat, quarantine, retry,
 };
-use claimd::pb::{ClaimRequest, Decision, GetRequest, State};
+use claimd::pb::{ClaimRequest, Decision, State};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tonic::{Code, Request};
@@ -73,19 +73,6 @@ fn claim_with(
     }
     let mut client = app.client.clone();
     tokio::spawn(async move { client.claim(request).await.map(|r| r.into_inner()) })
-}
-
-/// Whether `key` has a receipt, read with Get.
-async fn exists(app: &TestApp, key: &str) -> bool {
-    let request = GetRequest {
-        namespace: NS.into(),
-        key: key.into(),
-    };
-    match app.client.clone().get(request).await {
-        Ok(_) => true,
-        Err(s) if s.code() == Code::NotFound => false,
-        Err(s) => panic!("Get {key}: {s:?}"),
-    }
 }
 
 /// Reproduction 1(a): a Claim of a new key shares a batch with a Heartbeat of a locked row;

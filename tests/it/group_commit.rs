@@ -13,7 +13,7 @@
 use crate::common::app::{Backend, TestApp, decision};
 use crate::common::blocker::Blocker;
 use crate::common::receipt_ops::{
-    FP, NS, claim, claim_request, claimed, complete, heartbeat, secs,
+    FP, NS, claim, claim_request, claimed, complete, exists, heartbeat, secs,
 };
 use claimd::pb::claim_service_client::ClaimServiceClient;
 use claimd::pb::{ClaimRequest, CompleteRequest, Decision, GetRequest, State};
@@ -21,19 +21,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tonic::transport::Channel;
 use tonic::{Code, Request};
-
-/// Whether the receipt exists.
-async fn exists(app: &TestApp, key: &str) -> bool {
-    let request = GetRequest {
-        namespace: NS.into(),
-        key: key.into(),
-    };
-    match app.client.clone().get(request).await {
-        Ok(_) => true,
-        Err(status) if status.code() == Code::NotFound => false,
-        Err(status) => panic!("Get {key}: {status:?}"),
-    }
-}
 
 async fn a_batch_mixing_every_kind_of_call_answers_each_as_if_it_were_alone(backend: Backend) {
     let app = TestApp::builder()

@@ -262,7 +262,12 @@ mod tests {
             None,
         );
         let later = now + TimeDelta::seconds(60);
-        let taken = decide_claim(Some(&new), &input, later, &Policy::default()).receipt;
+        // Another call (its own token) takes the ended lease over.
+        let other = ClaimInput {
+            new_token: Uuid::new_v4(),
+            ..input.clone()
+        };
+        let taken = decide_claim(Some(&new), &other, later, &Policy::default()).receipt;
         let update = RowWrite::new(
             "t",
             Expect::Row(Version::of(&new, &stored)),

@@ -67,6 +67,20 @@ pub async fn claimed(app: &TestApp, key: &str, recovery_payload: &[u8]) -> (Stri
     (response.claim_token, response.receipt.expect("a receipt"))
 }
 
+/// Whether `key` has a receipt in [`NS`], read with Get (to prove a refused or timed-out
+/// call wrote nothing).
+pub async fn exists(app: &TestApp, key: &str) -> bool {
+    let request = pb::GetRequest {
+        namespace: NS.into(),
+        key: key.into(),
+    };
+    match app.client.clone().get(request).await {
+        Ok(_) => true,
+        Err(status) if status.code() == tonic::Code::NotFound => false,
+        Err(status) => panic!("Get {key}: {status:?}"),
+    }
+}
+
 /// The receipt as Get returns it; the receipt must exist.
 pub async fn get(app: &TestApp, key: &str) -> pb::Receipt {
     app.get(NS, key).await.expect("Get finds the receipt")
