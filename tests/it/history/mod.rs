@@ -96,6 +96,9 @@ pub struct Op {
     /// The same two moments on the store's clock.
     pub sent_at: Micros,
     pub answered_at: Micros,
+    /// A Claim that asked claimd to wait (`wait`): claimd may have claimed on its behalf
+    /// while it waited (docs/DESIGN.md §2.9).
+    pub waited: bool,
 }
 
 impl Op {

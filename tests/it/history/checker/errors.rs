@@ -21,7 +21,8 @@
 //! told claimd can own `n` only if its deadline plus [`ERROR_MARGIN`] is later than both
 //! lower bounds. Any other unknown outcome (UNAVAILABLE, a broken connection, a deadline
 //! claimd was not told) can own any attempt committed after it was sent: it may have
-//! committed at any time.
+//! committed at any time. So can a Claim with `wait` that was not answered CLAIMED: its
+//! takeover inside claimd may have committed with its answer lost (DESIGN §2.9).
 
 mod describe;
 
@@ -147,6 +148,14 @@ pub(super) fn nothing_changed(key: &str, ops: &[&Op], last: Option<&Final>, v: &
                 op: o,
                 bound: bound(o, code),
             }),
+            // A waiting Claim claims again inside claimd at its holder's lease end; when
+            // that takeover committed but its answer was lost, and its lease ran out
+            // before claimd could read it back, another Claim took the receipt over and
+            // the waiter was answered what came of that: an attempt spent by a call that
+            // was not told of it, as by a holder that died (docs/DESIGN.md §2.9).
+            Outcome::Ok { decision, .. } if o.waited && decision != Some(Decision::Claimed) => {
+                Some(Candidate { op: o, bound: None })
+            }
             _ => None,
         })
         .collect();

@@ -61,6 +61,7 @@ impl H {
             end: start + Duration::from_millis(took),
             sent_at: ms(at),
             answered_at: ms(at + took),
+            waited: false,
         });
         self
     }

@@ -184,6 +184,7 @@ impl Caller {
             end: Instant::now(),
             sent_at,
             answered_at: store_now(self.offset),
+            waited: call == Call::Claim && self.wait.is_some(),
         });
         use tonic::Code::{Cancelled, DeadlineExceeded};
         if let (true, Some(d), Outcome::Unknown(DeadlineExceeded | Cancelled)) =
