@@ -1,10 +1,10 @@
 //! Where a connection or a call comes from, as every per-source limit counts it: the
-//! connection cap and the TLS handshakes per source (`listener`, `tls`) and the
-//! failed-authentication limit (`auth`) and the request-body budget (`body_limit`). An IPv4
-//! address is one source; an IPv6 address
-//! counts by its /64 prefix, since a single host is routinely given a whole /64 and could
-//! otherwise open each connection from a new address. An IPv4-mapped IPv6 address
-//! (`::ffff:a.b.c.d`, what a dual-stack listener reports) is the IPv4 source it maps.
+//! connection cap and the TLS handshakes per source (`listener`, `tls`), the
+//! failed-authentication limit (`auth`) and the request-body budget (`body_limit`). An
+//! IPv4 address is one source; an IPv6 address counts by its /64 prefix, since a single
+//! host is routinely given a whole /64 and could otherwise open each connection from a new
+//! address. An IPv4-mapped IPv6 address (`::ffff:a.b.c.d`, what a dual-stack listener
+//! reports) is the IPv4 source it maps.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
