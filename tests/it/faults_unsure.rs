@@ -40,8 +40,10 @@ async fn backends(url: &str) -> i64 {
     n
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_claims_whose_batch_committed_but_whose_answer_was_lost_are_answered_claimed() {
+/// A private PostgreSQL on TCP, a fresh database on it (its URL), the test's proxy in front
+/// of it, and a claimd with one group-commit lane reaching it through the proxy, with
+/// `--db-timeout` of `db_timeout`.
+async fn one_lane_behind_a_proxy(db_timeout: Duration) -> (PrivateCluster, String, Proxy, TestApp) {
     let cluster = tokio::task::spawn_blocking(|| PrivateCluster::start_on_tcp(&[]))
         .await
         .expect("the private cluster starts");
@@ -49,13 +51,19 @@ async fn postgres_claims_whose_batch_committed_but_whose_answer_was_lost_are_ans
     let proxy = Proxy::start(cluster.tcp_addr()).await;
     let app = TestApp::builder()
         .database_url(through(&proxy, &url))
-        .configure(|c| {
-            c.store.acquire_timeout = DB_TIMEOUT;
+        .configure(move |c| {
+            c.store.acquire_timeout = db_timeout;
             c.store.batch.lanes = Some(1);
             c.store.max_connections = 64;
         })
         .spawn()
         .await;
+    (cluster, url, proxy, app)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_claims_whose_batch_committed_but_whose_answer_was_lost_are_answered_claimed() {
+    let (_cluster, url, proxy, app) = one_lane_behind_a_proxy(DB_TIMEOUT).await;
     let (busy, _) = claimed(&app, "busy", b"").await;
     let (held, _) = claimed(&app, "held", b"").await;
 
@@ -142,19 +150,7 @@ async fn postgres_claims_whose_batch_committed_but_whose_answer_was_lost_are_ans
 /// IN_FLIGHT on it at the end of its wait, and the receipt stayed blocked for the lease.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_waiting_claim_whose_takeover_answer_was_lost_is_answered_claimed() {
-    let cluster = tokio::task::spawn_blocking(|| PrivateCluster::start_on_tcp(&[]))
-        .await
-        .expect("the private cluster starts");
-    let url = cluster.create_database().await;
-    let proxy = Proxy::start(cluster.tcp_addr()).await;
-    let app = TestApp::builder()
-        .database_url(through(&proxy, &url))
-        .configure(|c| {
-            c.store.acquire_timeout = Duration::from_secs(2);
-            c.store.batch.lanes = Some(1);
-        })
-        .spawn()
-        .await;
+    let (_cluster, url, proxy, app) = one_lane_behind_a_proxy(Duration::from_secs(2)).await;
     let holder = claim(
         &app,
         claimd::pb::ClaimRequest {
