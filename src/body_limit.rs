@@ -17,12 +17,18 @@
 //!   gRPC frame header; beyond it bytes are refused by tonic or read and dropped by the
 //!   door), until it is dropped. A body that would pass either limit is answered
 //!   `RESOURCE_EXHAUSTED` (Connect: 429) at once, not queued.
+//!
+//! A body nothing read (a call refused from its headers) is dropped once the answer is
+//! decided; over HTTP/2 it first lingers a moment, so the client sees that answer
+//! ([`linger`]).
 
 mod body;
 mod budget;
+mod linger;
 
 pub use body::LimitedBody;
 pub use budget::{Budget, Source};
+pub use linger::{LINGER_BYTES, Linger};
 
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -90,6 +96,7 @@ pub struct BodyLimits {
 pub struct BodyLimitLayer {
     budget: Arc<Budget>,
     read_timeout: Option<Duration>,
+    linger: Linger,
 }
 
 impl BodyLimitLayer {
@@ -101,6 +108,7 @@ impl BodyLimitLayer {
                 limits.max_buffered_per_source,
             )),
             read_timeout: limits.read_timeout,
+            linger: Linger::new(limits.read_timeout),
         }
     }
 }
@@ -140,8 +148,12 @@ where
         let budget = self.layer.budget.clone();
         let timeout = self.layer.read_timeout;
         let stream = CLIENT_STREAMS.contains(&request.uri().path());
-        self.inner.call(
-            request.map(|body| Body::new(LimitedBody::new(body, budget, source, timeout, stream))),
-        )
+        let linger =
+            (request.version() == http::Version::HTTP_2).then(|| self.layer.linger.clone());
+        self.inner.call(request.map(|body| {
+            Body::new(LimitedBody::new(
+                body, budget, source, timeout, stream, linger,
+            ))
+        }))
     }
 }

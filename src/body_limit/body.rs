@@ -1,9 +1,11 @@
 //! [`LimitedBody`]: a request body that is read only when a service asks for it (after
 //! authentication), fails once its deadline passes (for a client stream: once it has sent
 //! nothing for that long), and takes what it holds from the [`Budget`] as its bytes
-//! arrive, giving it back when it is dropped.
+//! arrive, giving it back when it is dropped. Dropped unread over HTTP/2, it lingers
+//! ([`Linger`]).
 
 use super::budget::{Budget, Source};
+use super::linger::Linger;
 use super::{BodyRefused, KEPT_PER_BODY};
 use bytes::Bytes;
 use hyper::body::{Frame, SizeHint};
@@ -27,18 +29,21 @@ pub struct LimitedBody {
     seen: usize,
     held: usize,
     failed: bool,
+    polled: bool,
+    linger: Option<Linger>,
 }
 
 impl LimitedBody {
     /// `inner` from `source`, to be read within `timeout` of its first read — or, for a
     /// client `stream` (messages sent over the call's life), within `timeout` of the bytes
-    /// before.
+    /// before. An HTTP/2 body is given a `linger` for when nothing reads it.
     pub fn new(
         inner: Body,
         budget: Arc<Budget>,
         source: Option<Source>,
         timeout: Option<Duration>,
         stream: bool,
+        linger: Option<Linger>,
     ) -> LimitedBody {
         LimitedBody {
             inner,
@@ -50,6 +55,8 @@ impl LimitedBody {
             seen: 0,
             held: 0,
             failed: false,
+            polled: false,
+            linger,
         }
     }
 
@@ -79,6 +86,7 @@ impl hyper::body::Body for LimitedBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
         let this = &mut *self;
+        this.polled = true;
         if this.failed {
             return Poll::Ready(None);
         }
@@ -123,5 +131,10 @@ impl hyper::body::Body for LimitedBody {
 impl Drop for LimitedBody {
     fn drop(&mut self) {
         self.budget.give_back(self.source, self.held);
+        if let Some(linger) = self.linger.take()
+            && !self.polled
+        {
+            linger.unread(std::mem::replace(&mut self.inner, Body::empty()));
+        }
     }
 }

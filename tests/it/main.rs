@@ -20,6 +20,7 @@ mod client_guard;
 mod concurrency;
 mod connect;
 mod connect_bodies;
+mod connect_linger;
 mod connect_protected;
 mod connect_transports;
 mod dead_letters;
