@@ -5,6 +5,7 @@
 //! the disk can be written, and leave a database that passes `PRAGMA integrity_check` and a
 //! history the checker accepts. Mounting needs root: these tests fail without it.
 
+mod error_window;
 mod mounts;
 
 use crate::common::probe;
@@ -12,12 +13,14 @@ use crate::common::process::{Claimd, PATIENCE, claimd, free_addr};
 use crate::faults::{Db, SECOND, replica};
 use crate::history::{Op, Outcome, checker, workload};
 use claimd::pb;
+use error_window::ErrorWindow;
 use mounts::{Ext4, Filler, Tmpfs};
 use sqlx::Connection;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tonic::Code;
@@ -28,6 +31,7 @@ async fn loaded<F: Future<Output = ()>>(
     addr: SocketAddr,
     settle: Duration,
     fault: F,
+    error_at: Option<&OnceLock<ErrorWindow>>,
 ) -> (checker::Verdict, Vec<Op>) {
     let stop = Arc::new(AtomicBool::new(false));
     let running = {
@@ -39,7 +43,10 @@ async fn loaded<F: Future<Output = ()>>(
     fault.await;
     tokio::time::sleep(settle).await;
     stop.store(true, Ordering::SeqCst);
-    let history = running.await.expect("the workload ran");
+    let mut history = running.await.expect("the workload ran");
+    if let Some(window) = error_at.and_then(OnceLock::get) {
+        history = window.without_writes_across(history);
+    }
     let finals = workload::finals(&history, addr, Duration::from_secs(30)).await;
     let verdict = checker::check(&history, &finals);
     // Shown with --nocapture: the load the row of docs/RELIABILITY.md held.
@@ -181,25 +188,30 @@ async fn sqlite_a_full_disk_answers_unavailable_and_recovers_when_space_is_back(
     let addr = free_addr();
     // Declared after the mount: dropped (killed) before it is unmounted.
     let server = replica(Db::Sqlite(&dir), addr).await;
-    let (verdict, history) = loaded(addr, 2 * SECOND, async {
-        tokio::time::sleep(2 * SECOND).await;
-        claim_fresh(addr, &mut 500)
-            .await
-            .expect("a write before the disk fills");
-        let at = fs.path().join("filler");
-        let filler = tokio::task::spawn_blocking(move || Filler::fill(&at))
-            .await
-            .expect("the filler ran");
-        println!("filler: {} bytes", filler.bytes);
-        unavailable_naming_the_disk(&first_failed_write(addr).await, &server);
-        health_becomes(addr, ServingStatus::NotServing).await;
-        read_while_full(addr).await;
-        tokio::time::sleep(SECOND).await;
-        drop(filler);
-        health_becomes(addr, ServingStatus::Serving).await;
-        writes_again(addr).await;
-        tokio::time::sleep(SECOND).await;
-    })
+    let (verdict, history) = loaded(
+        addr,
+        2 * SECOND,
+        async {
+            tokio::time::sleep(2 * SECOND).await;
+            claim_fresh(addr, &mut 500)
+                .await
+                .expect("a write before the disk fills");
+            let at = fs.path().join("filler");
+            let filler = tokio::task::spawn_blocking(move || Filler::fill(&at))
+                .await
+                .expect("the filler ran");
+            println!("filler: {} bytes", filler.bytes);
+            unavailable_naming_the_disk(&first_failed_write(addr).await, &server);
+            health_becomes(addr, ServingStatus::NotServing).await;
+            read_while_full(addr).await;
+            tokio::time::sleep(SECOND).await;
+            drop(filler);
+            health_becomes(addr, ServingStatus::Serving).await;
+            writes_again(addr).await;
+            tokio::time::sleep(SECOND).await;
+        },
+        None,
+    )
     .await;
     verdict.assert_valid();
     cut_short_only_with(&history, &["Unavailable"]);
@@ -217,30 +229,38 @@ async fn sqlite_a_filesystem_the_kernel_makes_read_only_answers_unavailable_and_
     let addr = free_addr();
     // Declared after the mount: dropped (killed) before it is unmounted.
     let mut kept = Some(replica(Db::Sqlite(&dir), addr).await);
-    let (verdict, history) = loaded(addr, 2 * SECOND, async {
-        tokio::time::sleep(2 * SECOND).await;
-        // Linux remounts nothing read-only while files on it are open for writing, and
-        // claimd's are: only the kernel itself takes it read-only, on an error.
-        let refused = fs.remount_read_only().expect_err("a remount under claimd");
-        assert!(refused.contains("busy"), "{refused}");
-        fs.fail();
-        let first = kept.as_ref().expect("the first claimd");
-        unavailable_naming_the_disk(&first_failed_write(addr).await, first);
-        health_becomes(addr, ServingStatus::NotServing).await;
-        tokio::time::sleep(SECOND).await;
-        // Writable again only once unmounted, so claimd (which holds it) is restarted.
-        let failed = kept.take().expect("the first claimd");
-        let log = failed.log();
-        assert!(!log.contains("panicked"), "{log}");
-        said_it_cannot_write(&log);
-        println!("SQLite errors logged: {:?}", sqlite_errors(&log));
-        println!("the first claimd: {}", failed.terminate().await);
-        fs.repair();
-        kept = Some(replica(Db::Sqlite(&dir), addr).await);
-        health_becomes(addr, ServingStatus::Serving).await;
-        writes_again(addr).await;
-        tokio::time::sleep(SECOND).await;
-    })
+    let error_at = OnceLock::new();
+    let (verdict, history) = loaded(
+        addr,
+        2 * SECOND,
+        async {
+            tokio::time::sleep(2 * SECOND).await;
+            // Linux remounts nothing read-only while files on it are open for writing, and
+            // claimd's are: only the kernel itself takes it read-only, on an error.
+            let refused = fs.remount_read_only().expect_err("a remount under claimd");
+            assert!(refused.contains("busy"), "{refused}");
+            let before = Instant::now();
+            fs.fail();
+            let _ = error_at.set(ErrorWindow::new(before));
+            let first = kept.as_ref().expect("the first claimd");
+            unavailable_naming_the_disk(&first_failed_write(addr).await, first);
+            health_becomes(addr, ServingStatus::NotServing).await;
+            tokio::time::sleep(SECOND).await;
+            // Writable again only once unmounted, so claimd (which holds it) is restarted.
+            let failed = kept.take().expect("the first claimd");
+            let log = failed.log();
+            assert!(!log.contains("panicked"), "{log}");
+            said_it_cannot_write(&log);
+            println!("SQLite errors logged: {:?}", sqlite_errors(&log));
+            println!("the first claimd: {}", failed.terminate().await);
+            fs.repair();
+            kept = Some(replica(Db::Sqlite(&dir), addr).await);
+            health_becomes(addr, ServingStatus::Serving).await;
+            writes_again(addr).await;
+            tokio::time::sleep(SECOND).await;
+        },
+        Some(&error_at),
+    )
     .await;
     verdict.assert_valid();
     // The restart also cuts calls short: a stream the stopping claimd's connection closes
