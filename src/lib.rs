@@ -16,7 +16,6 @@
 //! - [`body_limit`] — the layer that bounds reading request bodies: a deadline, and the
 //!   bytes all calls and each source may hold at once.
 //! - [`seal`] — AES-256-GCM sealing of stored payloads under a key ring.
-//! - [`client`] — a Rust client helper: claim, background heartbeats, settle once.
 //! - [`deadline`] — the layer that answers DEADLINE_EXCEEDED when a caller's deadline passes.
 //! - [`drain`] — the layer that refuses new calls with UNAVAILABLE once shutdown starts.
 //! - [`janitor`] — prunes terminal receipts past their namespace's retention.
@@ -30,7 +29,9 @@
 //! - `private_fs` — owner-only files and directories (the embedded data, the seal key file).
 //! - [`pb`] — the code generated from `proto/claimd/v1/claims.proto`.
 //!
-//! The contract is `docs/DESIGN.md`; the map of the code is `ARCHITECTURE.md`.
+//! The contract is `docs/DESIGN.md`; the map of the code is `ARCHITECTURE.md`. The Rust
+//! client is the workspace's `claimd-client` crate (`clients/rust`), the benchmark
+//! `claimd-bench` (`bench/`).
 
 #![warn(missing_docs)]
 
@@ -38,7 +39,6 @@ pub mod admin;
 pub mod api;
 pub mod auth;
 pub mod body_limit;
-pub mod client;
 pub mod config;
 pub mod connect;
 pub mod deadline;

@@ -15,8 +15,18 @@ use std::process::{Command, Output};
 const WORKLOADS: [&str; 5] = ["new", "duplicate", "inflight", "mixed", "takeover"];
 
 /// `claimd-bench` with the short run's flags and none of the test's `CLAIMD_*` variables.
+/// The binary is the workspace's `claimd-bench` crate, built beside claimd by
+/// `cargo test --workspace` (`scripts/test`).
 pub(crate) fn bench() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_claimd-bench"));
+    let claimd = std::path::Path::new(env!("CARGO_BIN_EXE_claimd"));
+    let path = claimd.with_file_name(format!("claimd-bench{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.is_file(),
+        "no {}: build the benchmark first (`cargo build -p claimd-bench`, or run the \
+         whole suite with scripts/test)",
+        path.display()
+    );
+    let mut cmd = Command::new(path);
     for (name, _) in std::env::vars_os() {
         if name.to_string_lossy().starts_with("CLAIMD_") {
             cmd.env_remove(name);

@@ -2,8 +2,8 @@
 //! notices a takeover, settles once, and gives the work back when dropped unsettled.
 
 use crate::common::app::{Backend, TestApp};
-use claimd::client::{Claimed, Claims};
-use claimd::pb::{Decision, State};
+use claimd_client::pb::{Decision, State};
+use claimd_client::{Claimed, Claims};
 use std::time::{Duration, Instant};
 use tonic::transport::Channel;
 
@@ -97,7 +97,7 @@ async fn a_guard_dropped_unsettled_gives_the_work_back(backend: Backend) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let receipt = app.get("hooks", "panicky").await.unwrap();
-        if receipt.state() == State::RetryWait {
+        if receipt.state() == claimd::pb::State::RetryWait {
             assert!(receipt.last_error.contains("dropped"));
             break;
         }

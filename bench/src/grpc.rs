@@ -5,7 +5,7 @@
 
 use crate::side::{Answer, Decision};
 use anyhow::Context;
-use claimd::pb::{self, claim_service_client::ClaimServiceClient};
+use claimd_client::pb::{self, claim_service_client::ClaimServiceClient};
 use std::time::Duration;
 use tonic::transport::Channel;
 
