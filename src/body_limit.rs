@@ -37,7 +37,11 @@ use tonic::body::Body;
 
 /// The most one body counts against the budget: the largest request message and its
 /// 5-byte gRPC frame header.
-pub const KEPT_PER_BODY: usize = crate::api::MAX_REQUEST_BYTES + 5;
+pub const KEPT_PER_BODY: usize = MAX_REQUEST_BYTES + 5;
+
+/// The largest request message on every protocol (docs/DESIGN.md §2.8); `api::validate`
+/// says why (about four times the largest valid request) and checks it at compile time.
+pub const MAX_REQUEST_BYTES: usize = 256 * 1024;
 
 /// The methods whose request is a stream of messages over the call's life (reflection,
 /// which grpcurl and IDEs keep open between questions): their body's deadline runs from

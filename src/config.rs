@@ -36,7 +36,12 @@ pub use sealing::{KeyUse, SEAL_KEYS_VAR, SealArgs};
 #[derive(Debug, Parser)]
 #[command(
     name = "claimd",
-    version,
+    version = concat!(
+        env!("CARGO_PKG_VERSION"),
+        " (proto claimd.v1 ",
+        env!("CLAIMD_PROTO_VERSION"),
+        ")"
+    ),
     about,
     args_conflicts_with_subcommands = true
 )]

@@ -35,7 +35,7 @@ mod refused;
 mod sources;
 
 pub use io::LimitedIo;
-pub use refused::{Refusals, Refused};
+pub use refused::{CONNECTIONS_REFUSED, Refusals, Refused};
 pub use sources::{HandshakeSlot, Handshakes};
 
 use crate::source::Source;

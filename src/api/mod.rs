@@ -10,7 +10,7 @@ mod wait;
 
 pub use error::{InvalidField, oversized_is_resource_exhausted, undecodable_is_invalid_argument};
 pub use validate::{DEFAULT_MAX_BLOB, MAX_RECEIPT_BYTES, MAX_REQUEST_BYTES, max_response_bytes};
-pub use wait::{MAX_WAIT, Waits};
+pub use wait::{DEFAULT_MAX_WAITING_CLAIMS, MAX_WAIT, Waits};
 
 use crate::auth::Principal;
 use crate::domain::{Action, ClaimInput, PolicyHandle, ReceiptKey};
@@ -45,7 +45,7 @@ impl ClaimsApi {
             page_bytes: crate::store::DEFAULT_PAGE_BYTES,
             telemetry: Arc::new(ClaimTelemetry::new(labels)),
             waits: Waits::new(
-                crate::config::defaults::MAX_WAITING_CLAIMS as usize,
+                DEFAULT_MAX_WAITING_CLAIMS as usize,
                 crate::drain::Drain::default(),
             ),
         }

@@ -21,7 +21,7 @@ pub const DEFAULT_MAX_BLOB: usize = 64 * 1024;
 /// 66,350 bytes. Complete, Heartbeat, Retry and Quarantine carry one 64 KiB blob and a
 /// 36-byte token besides the names; the rest are smaller still. 256 KiB is about four
 /// times the largest.
-pub const MAX_REQUEST_BYTES: usize = 256 * 1024;
+pub use crate::body_limit::MAX_REQUEST_BYTES;
 const _: () = assert!(MAX_REQUEST_BYTES > 2 * (DEFAULT_MAX_BLOB + MAX_NAMESPACE + MAX_KEY + 1024));
 
 /// The most bytes one receipt takes on the wire: four blobs of at most 64 KiB (the error

@@ -16,6 +16,10 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+/// `--max-waiting-claims` unless set: a waiting Claim holds a stream and about a kilobyte,
+/// no connection and no task.
+pub const DEFAULT_MAX_WAITING_CLAIMS: u32 = 10_000;
+
 /// The longest `wait` a Claim may ask for.
 pub const MAX_WAIT: Duration = Duration::from_secs(60);
 

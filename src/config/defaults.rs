@@ -11,10 +11,10 @@ pub const DATA_DIR: &str = "claimd-data";
 pub const DB_POOL_SIZE: u32 = 16;
 /// `--db-timeout`.
 pub const DB_TIMEOUT: &str = "5s";
-/// `--group-commit-lanes` on PostgreSQL: most group-commit batches in flight at once.
-pub const GROUP_COMMIT_LANES_POSTGRES: usize = 4;
-/// `--group-commit-lanes` on SQLite: one, since its single writer serializes batches.
-pub const GROUP_COMMIT_LANES_SQLITE: usize = 1;
+/// `--group-commit-lanes` on PostgreSQL (owned by the driver).
+pub const GROUP_COMMIT_LANES_POSTGRES: usize = crate::store::postgres::DEFAULT_LANES;
+/// `--group-commit-lanes` on SQLite (owned by the driver).
+pub const GROUP_COMMIT_LANES_SQLITE: usize = crate::store::sqlite::DEFAULT_LANES;
 /// `--group-commit-size`: most calls in one group-commit batch.
 pub const GROUP_COMMIT_SIZE: u16 = 128;
 /// `--notify-queue-max-usage`: half of PostgreSQL's notification queue (4 of its 8 GB), the
@@ -89,4 +89,4 @@ pub const MAX_BUFFERED_BODY_BYTES_PER_SOURCE: u64 = 16 * 1024 * 1024;
 pub const LIST_PAGE_BYTES: u32 = crate::store::DEFAULT_PAGE_BYTES as u32;
 /// `--max-waiting-claims`: a waiting Claim holds a stream and about a kilobyte, no
 /// connection and no task.
-pub const MAX_WAITING_CLAIMS: u32 = 10_000;
+pub const MAX_WAITING_CLAIMS: u32 = crate::api::DEFAULT_MAX_WAITING_CLAIMS;

@@ -2,10 +2,12 @@
 //! `claimd_connections_refused_total`, never an address), counted in the metric and logged
 //! as a warning at most once a minute per listener ([`Refusals`]).
 
-use crate::telemetry::exporter::CONNECTIONS_REFUSED;
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// `claimd_connections_refused_total{reason}`: connections closed as soon as they were
+/// accepted, by the limit that closed them.
+pub const CONNECTIONS_REFUSED: &str = "claimd_connections_refused_total";
 /// Which limit closed a connection as soon as it was accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refused {

@@ -53,8 +53,8 @@ pub const CLAIM_WAKEUPS: &str = "claimd_claim_wakeups_total";
 pub const CLAIM_WAITS: &str = "claimd_claim_waits_total";
 
 /// `claimd_connections_refused_total{reason}`: connections closed as soon as they were
-/// accepted, by the limit that closed them (`listener::Refused`).
-pub const CONNECTIONS_REFUSED: &str = "claimd_connections_refused_total";
+/// accepted, by the limit that closed them (`listener::Refused`, which counts them).
+pub use crate::listener::CONNECTIONS_REFUSED;
 /// `claimd_auth_throttled_sources_total`: times a source (an IPv4 address, an IPv6 /64) ran
 /// out of failed authentications (`--auth-failure-limit`).
 pub const AUTH_THROTTLED_SOURCES: &str = "claimd_auth_throttled_sources_total";

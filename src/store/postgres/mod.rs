@@ -31,6 +31,10 @@ use sqlx::{AssertSqlSafe, Executor};
 use std::str::FromStr;
 use std::sync::Arc;
 
+/// `--group-commit-lanes` on PostgreSQL unless set: most group-commit batches in flight at
+/// once.
+pub const DEFAULT_LANES: usize = 4;
+
 pub use listen::NotifyOptions;
 pub use prune::JANITOR_LOCK_KEY;
 
@@ -164,10 +168,7 @@ impl PgDriver {
             bound: options.acquire_timeout + NO_ANSWER_GRACE,
             clock: options.clock.clone(),
             seal: options.seal.clone(),
-            batcher: Batcher::new(
-                options.batch,
-                crate::config::defaults::GROUP_COMMIT_LANES_POSTGRES,
-            ),
+            batcher: Batcher::new(options.batch, DEFAULT_LANES),
             gap: gap::ClockGap::new(),
             settles,
             queue,

@@ -49,6 +49,10 @@ fn micros(t: Timestamp) -> i64 {
     t.timestamp_micros()
 }
 
+/// `--group-commit-lanes` on SQLite unless set: one, since its single writer serializes
+/// batches.
+pub const DEFAULT_LANES: usize = 1;
+
 /// Receipts in one SQLite file.
 #[derive(Debug, Clone)]
 pub struct SqliteDriver {
@@ -110,10 +114,7 @@ impl SqliteDriver {
             writer,
             clock: options.clock.clone(),
             seal: options.seal.clone(),
-            batcher: Batcher::new(
-                options.batch,
-                crate::config::defaults::GROUP_COMMIT_LANES_SQLITE,
-            ),
+            batcher: Batcher::new(options.batch, DEFAULT_LANES),
             writable: Writable::default(),
             settles: crate::store::settles::Settles::new(),
             _lock: lock,
