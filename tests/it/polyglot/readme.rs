@@ -168,7 +168,7 @@ async fn the_docs_tls_command_works_with_real_grpcurl_over_mutual_tls() {
         cmd.arg("--tls-client-ca").arg(&pki.ca);
     })
     .await;
-    // The README names the files ca.pem, client.pem and client.key: the PKI's own names.
+    // docs/OPERATIONS.md names the files ca.pem, client.pem and client.key: the PKI's own names.
     assert!(pki.client_files.0.ends_with("client.pem") && pki.dir().join("ca.pem").exists());
     run_in_bash(
         &section("TLS"),
