@@ -234,9 +234,7 @@ fn sed_capture(output: &Value, field: &str) -> String {
 async fn the_readme_grpcurl_walkthrough_works_against_claimd_started_with_no_flags() {
     let calls = readme_calls();
     let methods: Vec<&str> = calls.iter().map(|c| c.method.as_str()).collect();
-    let listing = calls
-        .iter()
-        .map(|c| format!("\n{}: {}", c.at, c.method));
+    let listing = calls.iter().map(|c| format!("\n{}: {}", c.at, c.method));
     let listing: String = listing.collect();
     let changed = "README.md's grpcurl walkthrough changed; update this test with it";
     assert_eq!(methods, WALKTHROUGH, "{changed}:{listing}");

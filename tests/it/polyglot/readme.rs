@@ -27,10 +27,7 @@ fn section(name: &str) -> Vec<Cmd> {
 fn commands_of(name: &str, tool: &str) -> Vec<Cmd> {
     let cmds = readme::section(name).into_iter();
     let cmds: Vec<Cmd> = cmds.filter(|c| c.text.contains(tool)).collect();
-    assert!(
-        !cmds.is_empty(),
-        "section `{name}` has no {tool}command"
-    );
+    assert!(!cmds.is_empty(), "section `{name}` has no {tool}command");
     cmds
 }
 
@@ -67,14 +64,8 @@ fn run_in_bash(cmds: &[Cmd], port: u16, dir: &Path, env: &[(&str, &str)]) {
             piece.split_once('\n').map_or("", |p| p.1)
         };
         let rc = pieces.get(k + 1).and_then(|p| p.split_whitespace().next());
-        let fail = |why: &str| -> ! {
-            panic!(
-                "{}: {why}\n$ {}\n{}",
-                cmd.at(),
-                cmd.text,
-                said.trim()
-            )
-        };
+        let fail =
+            |why: &str| -> ! { panic!("{}: {why}\n$ {}\n{}", cmd.at(), cmd.text, said.trim()) };
         match rc {
             Some("0") => {}
             Some(rc) => fail(&format!("exited {rc}")),
