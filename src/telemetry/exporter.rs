@@ -95,7 +95,7 @@ fn describe() {
     use metrics::{describe_counter, describe_gauge, describe_histogram};
     describe_counter!(
         CLAIM_DECISIONS,
-        "Claim decisions, by namespace (bounded: see the README) and decision"
+        "Claim decisions, by namespace (bounded: see docs/OPERATIONS.md) and decision"
     );
     describe_histogram!(
         RPC_DURATION,

@@ -1,6 +1,6 @@
 //! The README quickstart, run the way a new user runs it: `claimd` with no flags and no
 //! `CLAIMD_*` variables in an empty directory, then every grpcurl call of README.md's
-//! "Try it with grpcurl" block. The block is parsed at test time and each call is made the
+//! "Try it with grpcurl" block (found by [`crate::common::readme::section`]). The block is parsed at test time and each call is made the
 //! way grpcurl makes it (JSON → request through the descriptors, response → JSON), so the
 //! README and this test cannot drift apart. No grpcurl needed.
 
@@ -32,7 +32,8 @@ const WALKTHROUGH: [&str; 8] = [
 /// One grpcurl invocation of the README; `$NAME` is kept as `\0NAME\0` until it runs.
 #[derive(Debug)]
 struct Call {
-    line: usize,
+    /// Where the README prints it: `README.md line 12`.
+    at: String,
     method: String,
     body: String,
     /// `NAME=$(grpcurl … | sed -n 's/.*"FIELD": "\(.*\)".*/\1/p')`: (NAME, FIELD).
@@ -46,8 +47,8 @@ fn readme_calls() -> Vec<Call> {
         .into_iter()
         .map(|cmd| {
             let mut call = parse_call(&cmd.text)
-                .unwrap_or_else(|e| panic!("README.md line {}: {e}\n> {}", cmd.line, cmd.text));
-            (call.line, call.promises) = (cmd.line, cmd.promises);
+                .unwrap_or_else(|e| panic!("{}: {e}\n> {}", cmd.at(), cmd.text));
+            (call.at, call.promises) = (cmd.at(), cmd.promises);
             call
         });
     commands.collect()
@@ -87,9 +88,9 @@ fn parse_call(text: &str) -> Result<Call, String> {
     let usage = format!("expected `grpcurl -plaintext [-d BODY] {ADDRESS} METHOD`");
     match (grpcurl.first().map(String::as_str), &positional[..]) {
         (Some("grpcurl"), [address, method]) if plaintext && address == ADDRESS => {
-            let (line, method) = (0, method.to_owned());
+            let (at, method) = (String::new(), method.to_owned());
             Ok(Call {
-                line,
+                at,
                 method,
                 body,
                 capture,
@@ -233,9 +234,7 @@ fn sed_capture(output: &Value, field: &str) -> String {
 async fn the_readme_grpcurl_walkthrough_works_against_claimd_started_with_no_flags() {
     let calls = readme_calls();
     let methods: Vec<&str> = calls.iter().map(|c| c.method.as_str()).collect();
-    let listing = calls
-        .iter()
-        .map(|c| format!("\nline {}: {}", c.line, c.method));
+    let listing = calls.iter().map(|c| format!("\n{}: {}", c.at, c.method));
     let listing: String = listing.collect();
     let changed = "README.md's grpcurl walkthrough changed; update this test with it";
     assert_eq!(methods, WALKTHROUGH, "{changed}:{listing}");
@@ -258,15 +257,15 @@ async fn the_readme_grpcurl_walkthrough_works_against_claimd_started_with_no_fla
 
     let (mut vars, mut requests, mut outputs) = (HashMap::new(), Vec::new(), Vec::new());
     for call in &calls {
-        let line = call.line;
-        let fail = |e: String| -> ! { panic!("README.md line {line}: {e}\n{}", server.log()) };
+        let at = &call.at;
+        let fail = |e: String| -> ! { panic!("{at}: {e}\n{}", server.log()) };
         let body = expand(&call.body, &vars).unwrap_or_else(|e| fail(e));
         let output = invoke(&channel, &pool, &call.method, &body).await;
         let output = output.unwrap_or_else(|e| fail(e));
         for promise in &call.promises {
             let printed = format!("{output:#}");
             let said = printed.contains(&format!("{promise}\""));
-            assert!(said, "README.md line {line} promises {promise}: {printed}");
+            assert!(said, "{at} promises {promise}: {printed}");
         }
         if let Some((var, field)) = &call.capture {
             vars.insert(var.clone(), sed_capture(&output, field));
@@ -301,12 +300,8 @@ async fn the_readme_grpcurl_walkthrough_works_against_claimd_started_with_no_fla
         (7, "/status", json!("SERVING")),
     ];
     for (i, field, want) in promised {
-        let (line, got) = (calls[i].line, &outputs[i]);
-        assert_eq!(
-            got.pointer(field),
-            Some(&want),
-            "README.md line {line}: {field} in {got}"
-        );
+        let (at, got) = (&calls[i].at, &outputs[i]);
+        assert_eq!(got.pointer(field), Some(&want), "{at}: {field} in {got}");
     }
     assert!(outputs[6].is_object(), "ListOrphaned: {}", outputs[6]);
 

@@ -6,7 +6,7 @@
 //! ([`dead_letters`]), the Connect doors the suite also runs through ([`door`]),
 //! HTTP/1.1 and HTTP/2 written by hand for the door's limits ([`http1`], [`http2`]),
 //! deliberately slow writes ([`blocker`]), health checks ([`probe`]),
-//! README.md's commands ([`readme`]). The `metrics` and `secrets` binaries include this
+//! the commands of README.md and docs/OPERATIONS.md ([`readme`]). The `metrics` and `secrets` binaries include this
 //! module too and use only parts of it.
 #![allow(dead_code)]
 

@@ -1,8 +1,12 @@
-//! The shell commands README.md prints: every ```sh block, each command joined across its
-//! `\` continuations, with the `## ` section it is in and what the comments before it (in
-//! the same block) promise it prints: words starting `DECISION_`, `STATE_` or `SERVING`.
+//! The shell commands the docs print: every ```sh block of README.md and
+//! docs/OPERATIONS.md, each command joined across its `\` continuations, with its file and
+//! line, the `## ` section it is in and what the comments before it (in the same block)
+//! promise it prints: words starting `DECISION_`, `STATE_` or `SERVING`.
 //! The quickstart test emulates the grpcurl calls of one section; the polyglot README test
 //! runs every grpcurl command with the real grpcurl.
+
+/// The files whose commands are read, relative to the repository root, in this order.
+pub const FILES: [&str; 2] = ["README.md", "docs/OPERATIONS.md"];
 
 /// Words in a comment that promise what the next command prints.
 pub const PROMISES: [&str; 3] = ["DECISION_", "STATE_", "SERVING"];
@@ -10,9 +14,11 @@ pub const PROMISES: [&str; 3] = ["DECISION_", "STATE_", "SERVING"];
 /// One command of a ```sh block.
 #[derive(Debug, Clone)]
 pub struct Command {
+    /// The file it is in, one of [`FILES`].
+    pub file: &'static str,
     /// The `## ` heading above it, without the `## `.
     pub section: String,
-    /// Its first line in README.md (1-based).
+    /// Its first line in its file (1-based).
     pub line: usize,
     /// The command, continuations joined, trimmed.
     pub text: String,
@@ -20,11 +26,23 @@ pub struct Command {
     pub promises: Vec<String>,
 }
 
-/// Every command of every ```sh block of README.md, in order.
+impl Command {
+    /// Where it is, for messages: `docs/OPERATIONS.md line 12`.
+    pub fn at(&self) -> String {
+        format!("{} line {}", self.file, self.line)
+    }
+}
+
+/// Every command of every ```sh block of [`FILES`], in order.
 pub fn commands() -> Vec<Command> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
-    let readme = std::fs::read_to_string(path).expect("README.md is readable");
-    let lines: Vec<&str> = readme.lines().collect();
+    FILES.into_iter().flat_map(commands_in).collect()
+}
+
+/// Every command of every ```sh block of `file`, in order.
+fn commands_in(file: &'static str) -> Vec<Command> {
+    let path = format!("{}/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let lines: Vec<&str> = text.lines().collect();
     let (mut section, mut in_sh, mut promises) = (String::new(), false, Vec::new());
     let (mut out, mut i) = (Vec::new(), 0);
     while i < lines.len() {
@@ -48,6 +66,7 @@ pub fn commands() -> Vec<Command> {
             promises.extend(promised.map(String::from));
         } else if !text.is_empty() {
             out.push(Command {
+                file,
                 section: section.clone(),
                 line: first + 1,
                 text: text.to_owned(),
@@ -58,15 +77,21 @@ pub fn commands() -> Vec<Command> {
     out
 }
 
-/// The commands of the section headed `## {name}`; fails if it has none.
+/// The commands of the section headed `## {name}`, in whichever of [`FILES`] it is; fails
+/// if it has none, or if both files have commands under that heading.
 pub fn section(name: &str) -> Vec<Command> {
     let cmds: Vec<Command> = commands()
         .into_iter()
         .filter(|c| c.section == name)
         .collect();
+    let files = FILES.join(" or ");
     assert!(
         !cmds.is_empty(),
-        "README.md section `{name}` has no ```sh command"
+        "no ```sh command under `## {name}` in {files}"
+    );
+    assert!(
+        cmds.iter().all(|c| c.file == cmds[0].file),
+        "`## {name}` has commands in more than one of {files}: rename one section"
     );
     cmds
 }

