@@ -53,7 +53,7 @@ else
   sample="${sample:-10}"
 fi
 
-cargo build --release --bin claimd --bin claimd-bench
+cargo build --release -p claimd -p claimd-bench
 bench=./target/release/claimd-bench
 mkdir -p "$out"
 

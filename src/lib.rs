@@ -15,7 +15,8 @@
 //! - [`auth`] — API keys → tenant and namespaces, as a tower layer; protected mode.
 //! - [`body_limit`] — the layer that bounds reading request bodies: a deadline, and the
 //!   bytes all calls and each source may hold at once.
-//! - [`seal`] — AES-256-GCM sealing of stored payloads under a key ring.
+//! - [`seal`] — sealing of stored payloads under a key ring (XChaCha20-Poly1305; older
+//!   AES-256-GCM values still open).
 //! - [`deadline`] — the layer that answers DEADLINE_EXCEEDED when a caller's deadline passes.
 //! - [`drain`] — the layer that refuses new calls with UNAVAILABLE once shutdown starts.
 //! - [`janitor`] — prunes terminal receipts past their namespace's retention.

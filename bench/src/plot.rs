@@ -2,11 +2,13 @@
 //! throughput (cycles/s) and p99 latency (ms) against callers (log scale),
 //! claimd and the SQL baseline as two lines. Text is drawn with a TrueType font read at
 //! run time (`--plot-font`, else the first `.ttf` under the system font directories,
-//! DejaVu Sans preferred), so the build needs no font library.
+//! DejaVu Sans preferred), so the build needs no font library. The line-and-legend
+//! drawing here ([`line`], [`legend`]) is also the soak plot's.
 
 use crate::report::Row;
 use crate::side::SideKind;
 use anyhow::{Context, anyhow, bail};
+use plotters::coord::CoordTranslate;
 use plotters::prelude::*;
 use plotters::style::{FontStyle, register_font};
 use std::path::{Path, PathBuf};
@@ -96,24 +98,50 @@ fn panel(
             continue;
         }
         let points: Vec<(f64, f64)> = rows.iter().map(|r| (r.callers as f64, value(r))).collect();
-        chart
-            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
-            .map_err(|e| anyhow!("{e}"))?
-            .label(label)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-        let dots = points
-            .into_iter()
-            .map(|p| Circle::new(p, 4, color.filled()));
-        chart.draw_series(dots).map_err(|e| anyhow!("{e}"))?;
+        line(&mut chart, points, label, color, 4)?;
     }
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)
+}
+
+/// Draws `points` as a line of `color` with a dot of `dot` pixels at each point, under
+/// `label` in the legend.
+pub fn line<'a, CT>(
+    chart: &mut ChartContext<'a, BitMapBackend<'a>, CT>,
+    points: Vec<(f64, f64)>,
+    label: &'static str,
+    color: RGBColor,
+    dot: u32,
+) -> anyhow::Result<()>
+where
+    CT: CoordTranslate<From = (f64, f64)>,
+{
+    chart
+        .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+        .map_err(|e| anyhow!("{e}"))?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+    let dots = points
+        .into_iter()
+        .map(|p| Circle::new(p, dot, color.filled()));
+    chart.draw_series(dots).map_err(|e| anyhow!("{e}"))?;
+    Ok(())
+}
+
+/// The legend of `chart`'s lines, boxed, at `position`.
+pub fn legend<'a, CT>(
+    chart: &mut ChartContext<'a, BitMapBackend<'a>, CT>,
+    position: SeriesLabelPosition,
+) -> anyhow::Result<()>
+where
+    CT: CoordTranslate<From = (f64, f64)>,
+{
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
+        .position(position)
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()
-        .map_err(|e| anyhow!("{e}"))?;
-    Ok(())
+        .map_err(|e| anyhow!("{e}"))
 }
 
 /// The first `.ttf` under [`FONT_DIRS`], DejaVu Sans if it is there.

@@ -1,5 +1,5 @@
-//! A soak's `--plot FILE.png` with plotters' bitmap backend, in the font [`crate::plot`]
-//! finds: four panels against elapsed time — claimd's RSS; its open fds, sockets and
+//! A soak's `--plot FILE.png` with plotters' bitmap backend, in the font and with the lines
+//! and legend of [`crate::plot`]: four panels against elapsed time — claimd's RSS; its open fds, sockets and
 //! established TCP connections; p50, p99 and p99.9 per sample period (log scale, so the
 //! p50 stays visible beside a stall's p99.9); and cycles/s answered against the rate asked
 //! for.
@@ -142,22 +142,7 @@ fn panel(
             .iter()
             .map(|s| (s.elapsed_s, at(value(s))))
             .collect();
-        chart
-            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
-            .map_err(|e| anyhow!("{e}"))?
-            .label(label)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-        let dots = points
-            .into_iter()
-            .map(|p| Circle::new(p, 3, color.filled()));
-        chart.draw_series(dots).map_err(|e| anyhow!("{e}"))?;
+        crate::plot::line(&mut chart, points, label, color, 3)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| anyhow!("{e}"))?;
-    Ok(())
+    crate::plot::legend(&mut chart, SeriesLabelPosition::UpperRight)
 }
