@@ -1,4 +1,6 @@
-//! The `claimd` binary: parses the command line and hands over to the library.
+//! The `claimd` binary: parses the command line and hands over to the library. An error
+//! that ends it is printed as one line (`Error: what: why`), never with a backtrace, and
+//! the exit status is 1.
 
 use claimd::config::{Cli, Command, Config};
 use claimd::seal::Sealer;
@@ -8,8 +10,34 @@ use clap::Parser;
 use std::sync::Arc;
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+async fn main() -> std::process::ExitCode {
+    match run(Cli::parse()).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("Error: {}", one_line(&error));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// `error` and its causes on one line, each cause left out whose text the line already
+/// holds (many errors print their cause as part of their own text).
+fn one_line(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         None => serve(cli.serve).await,
         Some(Command::Serve(args)) => serve(args).await,

@@ -50,14 +50,11 @@ impl Application {
             store.migrate().await?;
         }
         protected_mode(&config, store.as_ref()).await?;
-        let listener = TcpListener::bind(config.listen).await?;
-        let health_listener =
-            match config.health_listen {
-                Some(addr) => Some(TcpListener::bind(addr).await.map_err(|e| {
-                    anyhow::anyhow!("--health-listen: cannot listen on {addr}: {e}")
-                })?),
-                None => None,
-            };
+        let listener = crate::listener::bind("--listen", config.listen).await?;
+        let health_listener = match config.health_listen {
+            Some(addr) => Some(crate::listener::bind("--health-listen", addr).await?),
+            None => None,
+        };
         let metrics_listener = crate::telemetry::bind_metrics(config.metrics_listen).await?;
         Ok(Application {
             listener,
