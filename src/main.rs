@@ -45,8 +45,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             claimd::telemetry::init(LogFormat::Text);
             // Migrations never read or write a payload, so they need no seal keys.
             let options = db.store_options(Arc::new(Sealer::plaintext()));
-            let store = claimd::store::open(&db.url()?, &options).await?;
-            store.migrate().await?;
+            let url = db.url()?;
+            let store = claimd::config::open_store(&url, &options).await?;
+            claimd::config::migrate(store.as_ref(), &url).await?;
             tracing::info!("migrations applied");
             Ok(())
         }
@@ -88,7 +89,7 @@ async fn reseal(args: claimd::config::ResealArgs) -> anyhow::Result<()> {
     let url = args.database.url()?;
     let seal = args.seal.sealer(&url, claimd::config::KeyUse::Reseal)?;
     let options = args.database.store_options(Arc::new(seal));
-    let store = claimd::store::open(&url, &options).await?;
+    let store = claimd::config::open_store(&url, &options).await?;
     let dry_run = args.dry_run;
     let total = claimd::store::reseal_all(store.as_ref(), args.batch_size, dry_run).await?;
     total.log(dry_run, "reseal done");

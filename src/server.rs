@@ -16,7 +16,7 @@ use crate::drain::Drain;
 use crate::janitor::{Janitor, JanitorTask};
 use crate::listener::ConnectionLimits;
 use crate::pb::{self, claim_service_server::ClaimServiceServer};
-use crate::store::{self, Store};
+use crate::store::Store;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -45,9 +45,9 @@ impl Application {
     /// binds the listener (and the health-only listener, if configured).
     pub async fn build(config: Config) -> anyhow::Result<Application> {
         let tls = crate::tls::load(&config.tls_files())?;
-        let store = store::open(&config.database_url, &config.store).await?;
+        let store = crate::config::open_store(&config.database_url, &config.store).await?;
         if config.migrate {
-            store.migrate().await?;
+            crate::config::migrate(store.as_ref(), &config.database_url).await?;
         }
         protected_mode(&config, store.as_ref()).await?;
         let listener = crate::listener::bind("--listen", config.listen).await?;

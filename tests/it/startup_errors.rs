@@ -6,6 +6,8 @@
 //! policy file in `startup_errors/files.rs`, the database in `startup_errors/database.rs`
 //! (the TLS files in `tls_startup.rs`).
 
+mod database;
+mod files;
 mod listeners;
 
 use crate::common::process::{Claimd, PATIENCE, claimd, free_addr};
@@ -50,5 +52,25 @@ fn error_line(log: &str) -> &str {
 fn assert_names(line: &str, parts: &[&str]) {
     for part in parts {
         assert!(line.contains(part), "{line:?} does not say {part:?}");
+    }
+}
+
+/// Makes `cmd` run without privileges, with `data` writable by it or not. Run as root (as
+/// in a container), `cmd` runs as `nobody`, owning `data` if it is to be writable; run as
+/// anyone else, `cmd` runs as that user, and `data` is made read-only to it if it is not
+/// to be writable.
+fn unprivileged(cmd: &mut Command, data: &std::path::Path, writable: bool) {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    const NOBODY: u32 = 65534;
+    if nix::unistd::geteuid().is_root() {
+        if writable {
+            // Root may give any file away.
+            std::os::unix::fs::chown(data, Some(NOBODY), Some(NOBODY)).expect("chown");
+        }
+        cmd.uid(NOBODY).gid(NOBODY);
+    } else if !writable {
+        let read_only = std::fs::Permissions::from_mode(0o500);
+        std::fs::set_permissions(data, read_only).expect("chmod the test's own directory");
     }
 }

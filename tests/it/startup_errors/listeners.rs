@@ -70,7 +70,7 @@ async fn a_privileged_port_without_the_privilege_is_named_with_its_flag() {
         let data = tempfile::tempdir().expect("temp dir");
         let mut cmd = serve_in(data.path());
         cmd.arg(flag).arg(&addr);
-        as_unprivileged_user(&mut cmd, data.path());
+        super::unprivileged(&mut cmd, data.path(), true);
         let log = refused(cmd).await;
         assert_names(
             error_line(&log),
@@ -80,17 +80,4 @@ async fn a_privileged_port_without_the_privilege_is_named_with_its_flag() {
             ],
         );
     }
-}
-
-/// Run as root (as in a container), `cmd` runs as `nobody` instead, owning `data`;
-/// otherwise as the test's own user, which has no privilege to bind low ports either.
-fn as_unprivileged_user(cmd: &mut std::process::Command, data: &std::path::Path) {
-    use std::os::unix::process::CommandExt;
-    if !nix::unistd::geteuid().is_root() {
-        return;
-    }
-    const NOBODY: u32 = 65534;
-    // Root may give any file away.
-    std::os::unix::fs::chown(data, Some(NOBODY), Some(NOBODY)).expect("chown");
-    cmd.uid(NOBODY).gid(NOBODY);
 }
