@@ -7,7 +7,7 @@ use tokio::net::TcpListener;
 
 /// Why a listener could not be bound; the text names the address, the flag and the fix.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot listen on {addr} ({flag}): {}", advice(*flag, *addr, error))]
+#[error("cannot listen on {addr} ({flag}): {}", advice(flag, *addr, error))]
 pub struct BindError {
     /// The flag that set the address, e.g. `--listen`.
     pub flag: &'static str,
