@@ -85,8 +85,18 @@ pub fn without_password(url: &str) -> String {
     shown
 }
 
-/// The host and port of a `postgres://` URL, as shown in it (`localhost:5432` when absent).
+/// Where a `postgres://` URL leads: its host and port (`localhost:5432` when absent), or the
+/// socket directory its `host=` parameter names.
 fn host_port(url: &str) -> String {
+    let socket_dir = url.split_once('?').and_then(|(_, query)| {
+        query
+            .split('&')
+            .find_map(|p| p.strip_prefix("host="))
+            .filter(|h| h.starts_with('/'))
+    });
+    if let Some(dir) = socket_dir {
+        return format!("the socket directory {dir}");
+    }
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
@@ -133,7 +143,7 @@ fn advice(url: &str, error: &StoreError) -> String {
              --db-timeout"
         ),
         sqlx::Error::Io(io) => format!(
-            "cannot reach {}: {io} — check the host and port in the URL",
+            "cannot reach {}: {io} — check the host and port (or socket directory) in the URL",
             host_port(url)
         ),
         sqlx::Error::Database(db) => match db.code().as_deref() {
