@@ -83,8 +83,9 @@ pub async fn keys(command: KeysCommand) -> anyhow::Result<()> {
 async fn open(database: &DatabaseArgs) -> anyhow::Result<std::sync::Arc<dyn crate::store::Store>> {
     // `keys` never reads or writes a payload, so it needs no seal keys.
     let options = database.store_options(std::sync::Arc::new(Sealer::plaintext()));
-    let store = crate::store::open(&database.url()?, &options).await?;
-    store.migrate().await?;
+    let url = database.url()?;
+    let store = crate::config::open_store(&url, &options).await?;
+    crate::config::migrate(store.as_ref(), &url).await?;
     Ok(store)
 }
 

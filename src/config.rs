@@ -25,12 +25,13 @@ pub mod policies;
 mod sealing;
 pub use auth::AuthArgs;
 pub use bodies::BodyArgs;
+pub use database::open::{DatabaseError, migrate, open as open_store};
 pub use database::{DatabaseArgs, ResealArgs};
 pub use duration::parse_duration;
 pub use limits::LimitArgs;
 pub use metrics::{MetricsListen, parse_metrics_listen};
 pub use policies::{CheckConfigArgs, PolicyArgs, PolicyFileError};
-pub use sealing::{KeyUse, SEAL_KEYS_VAR, SealArgs};
+pub use sealing::{KeyUse, SEAL_KEYS_VAR, SealArgs, SealKeysError};
 
 /// claimd: durable claims for webhook handlers, over gRPC.
 #[derive(Debug, Parser)]
@@ -273,7 +274,7 @@ impl Config {
     /// Validates `serve`'s arguments; the seal keys come from `--seal-key-file`,
     /// `CLAIMD_SEAL_KEYS` or the embedded store's key file.
     pub fn from_args(args: &ServeArgs) -> anyhow::Result<Config> {
-        Config::from_args_sealed_by(args, |url| args.seal.sealer(url, KeyUse::Serve))
+        Config::from_args_sealed_by(args, |url| Ok(args.seal.sealer(url, KeyUse::Serve)?))
     }
 
     /// Validates `serve`'s arguments except the seal keys: `sealer` makes the sealer for the

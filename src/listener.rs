@@ -27,13 +27,17 @@
 //!   age (no grace) or, with a grace, closes at age + grace without any GOAWAY. claimd asks
 //!   tonic for the GOAWAY and closes the connection itself once the grace is over too.
 //!
+//! Binding at start is [`bind`], whose [`BindError`] names the address and the flag.
+//!
 //! Every connection closed by a limit is counted in `claimd_connections_refused_total` by
 //! the limit's name ([`Refused`]).
 
+mod bind;
 mod io;
 mod refused;
 mod sources;
 
+pub use bind::{BindError, bind};
 pub use io::LimitedIo;
 pub use refused::{CONNECTIONS_REFUSED, Refusals, Refused};
 pub use sources::{HandshakeSlot, Handshakes};

@@ -1,4 +1,6 @@
-//! The `claimd` binary: parses the command line and hands over to the library.
+//! The `claimd` binary: parses the command line and hands over to the library. An error
+//! that ends it is printed as one line (`Error: what: why`), never with a backtrace, and
+//! the exit status is 1.
 
 use claimd::config::{Cli, Command, Config};
 use claimd::seal::Sealer;
@@ -8,8 +10,34 @@ use clap::Parser;
 use std::sync::Arc;
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+async fn main() -> std::process::ExitCode {
+    match run(Cli::parse()).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("Error: {}", one_line(&error));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// `error` and its causes on one line, each cause left out whose text the line already
+/// holds (many errors print their cause as part of their own text).
+fn one_line(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         None => serve(cli.serve).await,
         Some(Command::Serve(args)) => serve(args).await,
@@ -17,8 +45,9 @@ async fn main() -> anyhow::Result<()> {
             claimd::telemetry::init(LogFormat::Text);
             // Migrations never read or write a payload, so they need no seal keys.
             let options = db.store_options(Arc::new(Sealer::plaintext()));
-            let store = claimd::store::open(&db.url()?, &options).await?;
-            store.migrate().await?;
+            let url = db.url()?;
+            let store = claimd::config::open_store(&url, &options).await?;
+            claimd::config::migrate(store.as_ref(), &url).await?;
             tracing::info!("migrations applied");
             Ok(())
         }
@@ -60,7 +89,7 @@ async fn reseal(args: claimd::config::ResealArgs) -> anyhow::Result<()> {
     let url = args.database.url()?;
     let seal = args.seal.sealer(&url, claimd::config::KeyUse::Reseal)?;
     let options = args.database.store_options(Arc::new(seal));
-    let store = claimd::store::open(&url, &options).await?;
+    let store = claimd::config::open_store(&url, &options).await?;
     let dry_run = args.dry_run;
     let total = claimd::store::reseal_all(store.as_ref(), args.batch_size, dry_run).await?;
     total.log(dry_run, "reseal done");

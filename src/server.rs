@@ -16,7 +16,7 @@ use crate::drain::Drain;
 use crate::janitor::{Janitor, JanitorTask};
 use crate::listener::ConnectionLimits;
 use crate::pb::{self, claim_service_server::ClaimServiceServer};
-use crate::store::{self, Store};
+use crate::store::Store;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -45,19 +45,16 @@ impl Application {
     /// binds the listener (and the health-only listener, if configured).
     pub async fn build(config: Config) -> anyhow::Result<Application> {
         let tls = crate::tls::load(&config.tls_files())?;
-        let store = store::open(&config.database_url, &config.store).await?;
+        let store = crate::config::open_store(&config.database_url, &config.store).await?;
         if config.migrate {
-            store.migrate().await?;
+            crate::config::migrate(store.as_ref(), &config.database_url).await?;
         }
         protected_mode(&config, store.as_ref()).await?;
-        let listener = TcpListener::bind(config.listen).await?;
-        let health_listener =
-            match config.health_listen {
-                Some(addr) => Some(TcpListener::bind(addr).await.map_err(|e| {
-                    anyhow::anyhow!("--health-listen: cannot listen on {addr}: {e}")
-                })?),
-                None => None,
-            };
+        let listener = crate::listener::bind("--listen", config.listen).await?;
+        let health_listener = match config.health_listen {
+            Some(addr) => Some(crate::listener::bind("--health-listen", addr).await?),
+            None => None,
+        };
         let metrics_listener = crate::telemetry::bind_metrics(config.metrics_listen).await?;
         Ok(Application {
             listener,

@@ -1,5 +1,8 @@
 //! Where the receipts live (`--database-url`, `--data-dir`, the pool) and the options of
-//! `claimd reseal`.
+//! `claimd reseal`. Opening the database at start, with errors that name the flag and what
+//! to do, is [`open`]'s.
+
+pub mod open;
 
 use super::defaults;
 use super::duration::parse_duration;
@@ -79,12 +82,19 @@ impl DatabaseArgs {
     /// The database URL: the one given, or the embedded database in the data directory.
     pub fn url(&self) -> anyhow::Result<String> {
         if let Some(url) = &self.database_url {
+            let known = ["postgres://", "postgresql://", "sqlite:"];
+            anyhow::ensure!(
+                known.iter().any(|scheme| url.starts_with(scheme)),
+                "--database-url: {} names no database claimd has: expected \
+                 postgres://user@host/database or sqlite://path/to/claimd.db",
+                open::without_password(url)
+            );
             return Ok(url.clone());
         }
         let file = self.data_dir.join("claimd.db");
-        let file = file
-            .to_str()
-            .ok_or_else(|| anyhow::anyhow!("--data-dir must be valid UTF-8"))?;
+        let file = file.to_str().ok_or_else(|| {
+            anyhow::anyhow!("--data-dir must be valid UTF-8: rename the directory or pick another")
+        })?;
         Ok(format!("sqlite://{file}"))
     }
 

@@ -64,12 +64,16 @@ pub struct CheckConfigArgs {
     pub config: PathBuf,
 }
 
-/// Why a policy file was refused. Every message names the file, and the key where one is
-/// at fault.
+/// Why a policy file was refused. Every message names the flag (`--config`), the file and
+/// the key where one is at fault, and says what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyFileError {
     /// The file cannot be read.
-    #[error("cannot read policy file {}: {error}", path.display())]
+    #[error(
+        "--config: cannot read the policy file {}: {error} — name an existing file, or leave \
+         --config out for the built-in policies",
+        path.display()
+    )]
     Read {
         /// The file.
         path: PathBuf,
@@ -77,7 +81,11 @@ pub enum PolicyFileError {
         error: std::io::Error,
     },
     /// The file is not TOML of the expected shape (including unknown keys).
-    #[error("policy file {}: {key}: {problem}", path.display())]
+    #[error(
+        "--config: policy file {}: {key}: {problem} — fix it there (`claimd check-config` \
+         checks a file)",
+        path.display()
+    )]
     Syntax {
         /// The file.
         path: PathBuf,
@@ -87,7 +95,11 @@ pub enum PolicyFileError {
         problem: String,
     },
     /// A value is out of range or inconsistent.
-    #[error("policy file {}: {key}: {problem}", path.display())]
+    #[error(
+        "--config: policy file {}: {key}: {problem} — fix it there (`claimd check-config` \
+         checks a file)",
+        path.display()
+    )]
     Invalid {
         /// The file.
         path: PathBuf,

@@ -173,12 +173,11 @@ fn describe() {
 }
 
 /// Binds `--metrics-listen`, if it is not `off`; the error names the flag.
-pub async fn bind(addr: Option<SocketAddr>) -> anyhow::Result<Option<TcpListener>> {
+pub async fn bind(
+    addr: Option<SocketAddr>,
+) -> Result<Option<TcpListener>, crate::listener::BindError> {
     let Some(addr) = addr else { return Ok(None) };
-    let listener = TcpListener::bind(addr)
-        .await
-        .map_err(|e| anyhow::anyhow!("--metrics-listen: cannot listen on {addr}: {e}"))?;
-    Ok(Some(listener))
+    Ok(Some(crate::listener::bind("--metrics-listen", addr).await?))
 }
 
 /// The `/metrics` route and the gauge refresher, running until this is dropped.

@@ -129,5 +129,9 @@ async fn serve_refuses_a_database_it_cannot_reach_instead_of_starting_half_alive
         .unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("unavailable"), "unhelpful error: {stderr}");
+    // The flag and where the URL leads (issue 29 item 6).
+    assert!(
+        stderr.contains("(--database-url): cannot reach the socket directory /nonexistent"),
+        "unhelpful error: {stderr}"
+    );
 }

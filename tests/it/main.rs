@@ -67,6 +67,7 @@ mod quickstart;
 mod sealing;
 mod sealing_keys;
 mod sealing_lifetimes;
+mod startup_errors;
 mod tls;
 mod tls_startup;
 mod validation;

@@ -179,6 +179,10 @@ async fn serve_refuses_to_start_with_a_bad_policy_file() {
             "{text:?}: {} does not name {key}",
             server.log()
         );
+        // The flag and the file, and what to do (issue 29 item 6).
+        let named = format!("--config: policy file {}: ", file.display());
+        assert!(server.log().contains(&named), "{}", server.log());
+        assert!(server.log().contains("fix it there"), "{}", server.log());
         assert!(
             tokio::net::TcpStream::connect(addr).await.is_err(),
             "it served"

@@ -136,7 +136,7 @@ fn every_error_names_the_file_and_the_key() {
     for (text, expected) in cases {
         let message = error(text);
         assert!(
-            message.starts_with("policy file claimd.toml: "),
+            message.starts_with("--config: policy file claimd.toml: "),
             "{message}"
         );
         assert!(

@@ -189,8 +189,16 @@ fn open_error(doing: String, dir: &Path, e: std::io::Error) -> StoreError {
              WAL and lock file there; mount it read-write ({doing}: {e})",
             dir.display()
         ))
+    } else if e.kind() == std::io::ErrorKind::PermissionDenied {
+        StoreError::Open(format!(
+            "the data directory {} cannot be written by the user claimd runs as: make it \
+             theirs (chown) or point --data-dir elsewhere ({doing}: {e})",
+            dir.display()
+        ))
     } else {
-        StoreError::Open(format!("{doing}: {e}"))
+        StoreError::Open(format!(
+            "{doing}: {e} — point --data-dir at a directory claimd can create or write"
+        ))
     }
 }
 
