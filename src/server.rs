@@ -329,8 +329,10 @@ async fn probe_health(store: Arc<dyn Store>, reporter: HealthReporter, every: Du
                 Ok(Ok(())) => tracing::info!("database answers: SERVING"),
                 Ok(Err(e)) => tracing::warn!(cause = %e, source = ?std::error::Error::source(&e),
                     "database unavailable: NOT_SERVING"),
-                Err(_) => tracing::warn!(cause = "no answer within the probe's interval",
-                    "database unavailable: NOT_SERVING"),
+                Err(_) => tracing::warn!(
+                    cause = "no answer within the probe's interval",
+                    "database unavailable: NOT_SERVING"
+                ),
             }
             set_status(&reporter, status).await;
             last = Some(status);

@@ -25,7 +25,10 @@ async fn health_becomes(addr: SocketAddr, want: ServingStatus) {
         if now == Ok(want) {
             return;
         }
-        assert!(Instant::now() < deadline, "health never became {want:?}; last {now:?}");
+        assert!(
+            Instant::now() < deadline,
+            "health never became {want:?}; last {now:?}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -45,11 +48,13 @@ async fn claim(addr: SocketAddr, key: &str) -> Result<pb::ClaimResponse, tonic::
 /// The answer a read-only database gives a Claim: UNAVAILABLE, saying why.
 fn refused_as_read_only(answer: Result<pb::ClaimResponse, tonic::Status>, server: &Claimd) {
     let status = answer.expect_err("a read-only database writes nothing");
-    assert_eq!(status.code(), Code::Unavailable, "{status:?}\n{}", server.log());
-    assert!(
-        status.message().contains("accepts no writes"),
-        "{status:?}"
+    assert_eq!(
+        status.code(),
+        Code::Unavailable,
+        "{status:?}\n{}",
+        server.log()
     );
+    assert!(status.message().contains("accepts no writes"), "{status:?}");
 }
 
 /// Claims until one is CLAIMED (15 s at most): claimd writes again.
@@ -64,9 +69,17 @@ async fn writes_again(addr: SocketAddr) {
     }
 }
 
+/// The database a harness URL names (`postgres://…/NAME?host=…`).
+fn database_name(url: &str) -> String {
+    let path = url.split('?').next().unwrap_or(url);
+    path.rsplit('/').next().expect("a database name").to_owned()
+}
+
 /// `sql` on `url`'s database as a session of its own.
 async fn run(url: &str, sql: &str) {
-    let mut conn = PgConnection::connect(url).await.expect("the cluster answers");
+    let mut conn = PgConnection::connect(url)
+        .await
+        .expect("the cluster answers");
     sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
         .execute(&mut conn)
         .await
@@ -79,7 +92,7 @@ async fn postgres_claimd_aimed_at_a_standby_is_not_serving_and_unavailable_until
         .await
         .expect("the primary starts");
     let db_url = primary.create_database().await;
-    let db = db_url.rsplit('/').next().expect("a database name").to_owned();
+    let db = database_name(&db_url);
     // Migrated on the primary, as the standby will then hold it.
     let migrated = replica_with(&db_url, free_addr(), &[]).await;
     assert!(migrated.terminate().await.success());
@@ -91,13 +104,22 @@ async fn postgres_claimd_aimed_at_a_standby_is_not_serving_and_unavailable_until
     let url = standby.url(&db);
     // Migrating needs writes: claimd refuses to start on the standby, saying what to do.
     let mut refused = claimd();
-    refused.args(["serve", "--listen", &free_addr().to_string(), "--database-url", &url]);
+    refused.args([
+        "serve",
+        "--listen",
+        &free_addr().to_string(),
+        "--database-url",
+        &url,
+    ]);
     refused.env("CLAIMD_SEAL_KEYS", crate::common::raw::TEST_SEAL_KEY);
     let mut refused = Claimd::spawn(refused);
     let status = refused.wait_for_exit(PATIENCE).await;
     let log = refused.log();
     assert!(status.is_some_and(|s| !s.success()), "{status:?}: {log}");
-    assert!(log.contains("accepts no writes") || log.contains("read-only"), "{log}");
+    assert!(
+        log.contains("accepts no writes") || log.contains("read-only"),
+        "{log}"
+    );
     assert!(!log.contains("panicked"), "{log}");
     // With --no-migrate it starts, and says it cannot write.
     let addr = free_addr();
@@ -109,7 +131,10 @@ async fn postgres_claimd_aimed_at_a_standby_is_not_serving_and_unavailable_until
     health_becomes(addr, ServingStatus::Serving).await;
     writes_again(addr).await;
     let log = server.log();
-    assert!(!log.contains("panicked") && !log.contains("internal error"), "{log}");
+    assert!(
+        !log.contains("panicked") && !log.contains("internal error"),
+        "{log}"
+    );
     assert!(log.contains("database unavailable: NOT_SERVING"), "{log}");
     assert!(server.terminate().await.success());
 }
@@ -120,14 +145,18 @@ async fn postgres_a_database_turned_read_only_is_unavailable_and_claimd_follows_
         .await
         .expect("the cluster starts");
     let url = cluster.create_database().await;
-    let db = url.rsplit('/').next().expect("a database name").to_owned();
+    let db = database_name(&url);
     let addr = free_addr();
     let server = replica_with(&url, addr, &["--health-interval", "200ms"]).await;
     writes_again(addr).await;
     // Every new session of the database is read-only, and claimd's are cut: the ones it
     // opens next refuse writes (SQLSTATE 25006), as a standby's would.
     let admin = cluster.url("postgres");
-    run(&admin, &format!("ALTER DATABASE \"{db}\" SET default_transaction_read_only = on")).await;
+    run(
+        &admin,
+        &format!("ALTER DATABASE \"{db}\" SET default_transaction_read_only = on"),
+    )
+    .await;
     let cut = format!(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
          WHERE datname = '{db}' AND pid <> pg_backend_pid()"
@@ -138,7 +167,9 @@ async fn postgres_a_database_turned_read_only_is_unavailable_and_claimd_follows_
     for n in 0..20 {
         match claim(addr, &format!("read-only-{n}")).await {
             Ok(r) => panic!("a read-only database answered {r:?}"),
-            Err(s) if s.code() == Code::Unavailable && s.message().contains("accepts no writes") => {
+            Err(s)
+                if s.code() == Code::Unavailable && s.message().contains("accepts no writes") =>
+            {
                 refusals += 1
             }
             // A connection cut under a call is UNAVAILABLE too, in other words.
@@ -148,7 +179,11 @@ async fn postgres_a_database_turned_read_only_is_unavailable_and_claimd_follows_
     assert!(refusals > 0, "no call was refused as read-only");
     // Writable again: the sessions claimd opened while it was read-only stay read-only
     // (their default was read when they began); claimd must drop them on its own.
-    run(&admin, &format!("ALTER DATABASE \"{db}\" RESET default_transaction_read_only")).await;
+    run(
+        &admin,
+        &format!("ALTER DATABASE \"{db}\" RESET default_transaction_read_only"),
+    )
+    .await;
     health_becomes(addr, ServingStatus::Serving).await;
     writes_again(addr).await;
     for n in 0..20 {
@@ -156,8 +191,14 @@ async fn postgres_a_database_turned_read_only_is_unavailable_and_claimd_follows_
         assert!(answer.is_ok(), "{answer:?}\n{}", server.log());
     }
     let log = server.log();
-    assert!(!log.contains("internal error") && !log.contains("panicked"), "{log}");
+    assert!(
+        !log.contains("internal error") && !log.contains("panicked"),
+        "{log}"
+    );
     // Logged once per change, not once per failed call.
-    assert!(log.matches("database unavailable: NOT_SERVING").count() <= 2, "{log}");
+    assert!(
+        log.matches("database unavailable: NOT_SERVING").count() <= 2,
+        "{log}"
+    );
     assert!(server.terminate().await.success());
 }
