@@ -195,10 +195,15 @@ async fn postgres_a_database_turned_read_only_is_unavailable_and_claimd_follows_
         !log.contains("internal error") && !log.contains("panicked"),
         "{log}"
     );
-    // Logged once per change, not once per failed call.
+    // Logged once per change, not once per failed call: 20 refused calls, a few warnings.
     assert!(
         log.matches("database unavailable: NOT_SERVING").count() <= 2,
         "{log}"
+    );
+    let warnings = log.lines().filter(|l| l.contains(" WARN ")).count();
+    assert!(
+        warnings <= 5,
+        "{warnings} warnings for 20 refused calls:\n{log}"
     );
     assert!(server.terminate().await.success());
 }
