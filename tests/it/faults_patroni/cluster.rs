@@ -139,7 +139,7 @@ impl Cluster {
             nodes: Vec::new(),
             etcd,
             haproxy: None,
-            haproxy_port: port(),
+            haproxy_port: 0,
             dir,
         };
         let healthy = wait_for(Duration::from_secs(30), || {
@@ -170,6 +170,8 @@ impl Cluster {
             cluster.nodes.push(node);
         }
         let leader = cluster.wait_healthy(3, Duration::from_secs(120));
+        // Chosen late: a port picked free may be taken by anything until it is bound.
+        cluster.haproxy_port = port();
         let servers: Vec<_> = cluster
             .nodes
             .iter()
@@ -186,6 +188,9 @@ impl Cluster {
         ));
         // A fresh HAProxy counts every server as up until its first check.
         cluster.wait_routing_only_to(&leader);
+        let haproxy = cluster.haproxy.as_mut().map(Child::try_wait);
+        let exited = matches!(haproxy, Some(Ok(Some(_))));
+        assert!(!exited, "HAProxy exited:\n{}", cluster.logs());
         cluster
     }
 

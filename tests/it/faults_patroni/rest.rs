@@ -56,7 +56,8 @@ pub fn members(port: u16) -> Option<Vec<Member>> {
     Some(members.collect())
 }
 
-/// The servers HAProxy's stats socket `socket` counts as `UP`, by name.
+/// The servers HAProxy's stats socket `socket` counts as up (`UP`, or `UP 1/2` while
+/// going down: it still routes to them), by name.
 pub fn haproxy_up(socket: &Path) -> Option<Vec<String>> {
     let mut stream = UnixStream::connect(socket).ok()?;
     stream.set_read_timeout(Some(DEADLINE)).ok()?;
@@ -72,7 +73,7 @@ pub fn haproxy_up(socket: &Path) -> Option<Vec<String>> {
             let fields: Vec<&str> = line.split(',').collect();
             let (name, status) = (*fields.get(1)?, *fields.get(17)?);
             let server = !matches!(name, "FRONTEND" | "BACKEND");
-            (server && status == "UP").then(|| name.to_owned())
+            (server && status.starts_with("UP")).then(|| name.to_owned())
         });
     Some(up.collect())
 }
