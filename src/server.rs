@@ -318,14 +318,21 @@ async fn probe_health(store: Arc<dyn Store>, reporter: HealthReporter, every: Du
     loop {
         tick.tick().await;
         let answered = tokio::time::timeout(every.max(Duration::from_secs(1)), store.ping()).await;
-        let status = match answered {
+        let status = match &answered {
             Ok(Ok(())) => ServingStatus::Serving,
             _ => ServingStatus::NotServing,
         };
+        // Logged once per change, with its cause; the calls failed meanwhile are counted
+        // (`claimd_store_errors_total`), not logged one by one.
         if last != Some(status) {
-            match status {
-                ServingStatus::Serving => tracing::info!("database answers: SERVING"),
-                _ => tracing::warn!("database does not answer: NOT_SERVING"),
+            match answered {
+                Ok(Ok(())) => tracing::info!("database answers: SERVING"),
+                Ok(Err(e)) => tracing::warn!(cause = %e, source = ?std::error::Error::source(&e),
+                    "database unavailable: NOT_SERVING"),
+                Err(_) => tracing::warn!(
+                    cause = "no answer within the probe's interval",
+                    "database unavailable: NOT_SERVING"
+                ),
             }
             set_status(&reporter, status).await;
             last = Some(status);

@@ -52,14 +52,23 @@ impl From<StoreError> for Status {
             StoreError::Refused(ActionError::WrongState(state)) => Status::failed_precondition(
                 format!("the receipt is {}", state.as_str().to_uppercase()),
             ),
+            // Counted per call; logged once when health changes (server::probe_health).
             StoreError::Unavailable(ref source) => {
                 telemetry::store_error(&e);
-                tracing::warn!(error = %source, "database unavailable");
+                tracing::debug!(error = %source, "database unavailable");
                 Status::unavailable("the database is unavailable; retry later")
+            }
+            StoreError::ReadOnly(why) => {
+                telemetry::store_error(&e);
+                tracing::debug!(why, "the database accepts no writes");
+                Status::unavailable(
+                    "the database accepts no writes right now (a standby, or a failover in \
+                     progress); retry later",
+                )
             }
             StoreError::Storage(ref source) => {
                 telemetry::store_error(&e);
-                tracing::warn!(error = %source, "the database's storage failed");
+                tracing::debug!(error = %source, "the database's storage failed");
                 Status::unavailable(
                     "the database cannot be written: its disk is full, read-only or failing; \
                      retry later",

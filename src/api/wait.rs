@@ -89,9 +89,9 @@ impl Waits {
                 Ok(outcome) => outcome,
                 // The database is briefly away (a connection just cut, say): once waiting,
                 // read again while the wait lasts, and fail only if it is still away then.
-                Err(StoreError::Unavailable(_) | StoreError::Storage(_))
-                    if waiting.is_some() && Instant::now() + pause < end =>
-                {
+                Err(
+                    StoreError::Unavailable(_) | StoreError::Storage(_) | StoreError::ReadOnly(_),
+                ) if waiting.is_some() && Instant::now() + pause < end => {
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(LAST_PAUSE);
                     continue;

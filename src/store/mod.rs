@@ -54,6 +54,11 @@ pub enum StoreError {
     /// The database cannot be reached or is shutting down; the caller may retry.
     #[error("the database is unavailable")]
     Unavailable(#[source] sqlx::Error),
+    /// The database server accepts no writes: a standby (in recovery), a primary still being
+    /// promoted, or a server set `default_transaction_read_only`; the caller may retry, and
+    /// the pool follows the leader (docs/DESIGN.md §4.3).
+    #[error("the database accepts no writes: {0}")]
+    ReadOnly(&'static str),
     /// The database's files cannot be written (or read): the disk is full, the filesystem is
     /// read-only, or an I/O error (the embedded store); the caller may retry.
     #[error("the database's storage failed: disk full, read-only or an I/O error")]
@@ -299,7 +304,9 @@ impl StoreError {
         match self {
             StoreError::NotFound => "not_found",
             StoreError::Refused(_) => "refused",
-            StoreError::Unavailable(_) | StoreError::Storage(_) => "unavailable",
+            StoreError::Unavailable(_) | StoreError::Storage(_) | StoreError::ReadOnly(_) => {
+                "unavailable"
+            }
             StoreError::Contended => "contended",
             StoreError::DeadlinePassed => "deadline",
             StoreError::Sealed(_) => "sealed",

@@ -65,6 +65,7 @@ mod plans;
 mod policies;
 mod polyglot;
 mod quickstart;
+mod read_only;
 mod sealing;
 mod sealing_keys;
 mod sealing_lifetimes;

@@ -126,6 +126,12 @@ fn advice(url: &str, error: &StoreError) -> String {
         }
         StoreError::Migrate(MigrateError::Execute(e) | MigrateError::ExecuteMigration(e, _)) => e,
         StoreError::Unavailable(e) | StoreError::Database(e) | StoreError::Storage(e) => e,
+        StoreError::ReadOnly(why) => {
+            return format!(
+                "the server accepts no writes ({why}) — point --database-url at the primary \
+                 (or a proxy that routes to it)"
+            );
+        }
         other => return chain(other),
     };
     match sqlx {
@@ -150,6 +156,12 @@ fn advice(url: &str, error: &StoreError) -> String {
             Some("28P01" | "28000") => format!(
                 "PostgreSQL refused the login: {} — check the user and password in the URL \
                  (and pg_hba.conf)",
+                db.message()
+            ),
+            Some("25006") => format!(
+                "the server accepts no writes ({}): it is a standby (or read-only) — point \
+                 --database-url at the primary, or a proxy that routes to it (`--no-migrate` \
+                 starts claimd anyway, NOT_SERVING until the server accepts writes)",
                 db.message()
             ),
             Some("3D000") => format!(

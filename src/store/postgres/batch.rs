@@ -105,7 +105,14 @@ impl PgDriver {
             .bind(elements)
             .fetch_all(&mut *conn)
             .await
-            .map_err(interpret)?;
+            .map_err(interpret);
+        if let Err(StoreError::ReadOnly(_)) = &rows {
+            // A server that became read-only (a failover): this connection is not put back,
+            // and the pool drops the others made before now (`read_only`).
+            self.read_only.seen();
+            conn.close_on_drop();
+        }
+        let rows = rows?;
         if let Some(row) = rows.last() {
             self.gap.observe(row.try_get("db_wall").map_err(interpret)?);
         }

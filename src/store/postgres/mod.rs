@@ -17,6 +17,7 @@ mod keys;
 mod listen;
 mod pages;
 mod prune;
+mod read_only;
 mod rows;
 mod writes;
 
@@ -110,6 +111,8 @@ pub struct PgDriver {
     queue: Arc<listen::QueueWatch>,
     /// Wakes them when another replica settles one (`listen.rs`).
     _listener: Arc<listen::Listener>,
+    /// When the server was last found read-only: older connections are dropped.
+    read_only: Arc<read_only::Seen>,
 }
 
 impl PgDriver {
@@ -137,6 +140,8 @@ impl PgDriver {
             Ok(checked) => checked?,
             Err(_) => return Err(no_answer()),
         }
+        let read_only = Arc::new(read_only::Seen::default());
+        let seen = read_only.clone();
         let pool = PgPoolOptions::new()
             .after_connect(move |conn, _| {
                 let session = AssertSqlSafe(session.clone());
@@ -148,8 +153,12 @@ impl PgDriver {
             // checked; one that broke since its last statement fails that statement, which
             // is answered UNAVAILABLE and retried like any other database error.
             .test_before_acquire(false)
-            .before_acquire(|conn, meta| {
+            .before_acquire(move |conn, meta| {
+                let stale = seen.made_before(meta.age);
                 Box::pin(async move {
+                    if stale {
+                        return Ok(false);
+                    }
                     if meta.idle_for >= IDLE_PING_AFTER {
                         sqlx::Connection::ping(conn).await?;
                     }
@@ -169,6 +178,7 @@ impl PgDriver {
             clock: options.clock.clone(),
             seal: options.seal.clone(),
             batcher: Batcher::new(options.batch, DEFAULT_LANES),
+            read_only,
             gap: gap::ClockGap::new(),
             settles,
             queue,
@@ -257,14 +267,23 @@ async fn own_sessions(connect: &PgConnectOptions) -> Result<(), StoreError> {
 /// replica of the previous version may, during a rolling upgrade.
 const DEADLINE_PASSED: &str = "CLD01";
 
+/// SQLSTATE 25006, read_only_sql_transaction: a write on a standby, on a primary still
+/// being promoted, or under `default_transaction_read_only`.
+const READ_ONLY_TRANSACTION: &str = "25006";
+const READ_ONLY_WRITE: &str = "a write was refused as a read-only transaction (SQLSTATE \
+                               25006): the server is a standby or still being promoted";
+
 /// Every PostgreSQL error goes through here: a statement stopped at the caller's deadline is
-/// [`StoreError::DeadlinePassed`], what means "the database is not there" becomes
+/// [`StoreError::DeadlinePassed`], a write a read-only server refused
+/// [`StoreError::ReadOnly`], what means "the database is not there" becomes
 /// [`StoreError::Unavailable`], everything else [`StoreError::Database`].
 fn interpret(e: sqlx::Error) -> StoreError {
-    if let sqlx::Error::Database(db) = &e
-        && db.code().as_deref() == Some(DEADLINE_PASSED)
-    {
-        return StoreError::DeadlinePassed;
+    if let sqlx::Error::Database(db) = &e {
+        match db.code().as_deref() {
+            Some(DEADLINE_PASSED) => return StoreError::DeadlinePassed,
+            Some(READ_ONLY_TRANSACTION) => return StoreError::ReadOnly(READ_ONLY_WRITE),
+            _ => {}
+        }
     }
     let unavailable = match &e {
         sqlx::Error::Io(_)
@@ -298,10 +317,17 @@ fn micros(d: chrono::TimeDelta) -> i64 {
 
 #[async_trait]
 impl Lifecycle for PgDriver {
+    /// Answers, and accepts writes: not in recovery, not read-only. A server found read-only
+    /// marks every pooled connection made before now to be dropped (`read_only::Seen`).
     async fn ping(&self) -> Result<(), StoreError> {
-        let ping = sqlx::query("SELECT 1").execute(&self.pool);
-        self.bounded(async { ping.await.map_err(interpret) })
+        let ping = sqlx::query_scalar::<_, bool>(read_only::PROBE).fetch_one(&self.pool);
+        let read_only = self
+            .bounded(async { ping.await.map_err(interpret) })
             .await?;
+        if read_only {
+            self.read_only.seen();
+            return Err(StoreError::ReadOnly(read_only::REFUSES_WRITES));
+        }
         Ok(())
     }
 
