@@ -11,6 +11,7 @@
 
 mod cluster;
 mod config;
+mod node;
 mod rest;
 
 use crate::common::process::{Claimd, free_addr};

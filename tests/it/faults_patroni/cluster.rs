@@ -2,30 +2,15 @@
 //! running PostgreSQL 15 (`config::patroni_yml`), and HAProxy leading to whichever node
 //! Patroni's REST API says is the primary — all on 127.0.0.1 and free ports, in a temporary
 //! directory, as the `postgres` OS user when root. Dropping it SIGKILLs every process it
-//! started (the postmasters Patroni started too) and removes the directory. A missing
-//! program fails the test naming the Debian package to install.
+//! started (the postmasters Patroni started too) and removes the directory.
 
 use super::config::{self, NodePorts};
+use super::node::{Node, kill_child, own, port, program, spawn, wait_for};
 use super::rest::{self, Member};
-use crate::common::pg::{children_of, run_as};
-use crate::common::process::free_addr;
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
 use std::fs;
-use std::os::unix::fs::chown;
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::thread::sleep;
-use std::time::{Duration, Instant};
-
-/// One Patroni node.
-struct Node {
-    name: String,
-    ports: NodePorts,
-    dir: PathBuf,
-    patroni: Option<Child>,
-}
+use std::path::PathBuf;
+use std::process::Child;
+use std::time::Duration;
 
 /// etcd, three Patroni nodes and HAProxy.
 pub struct Cluster {
@@ -35,64 +20,6 @@ pub struct Cluster {
     haproxy_port: u16,
     /// Last: removed once the processes are gone.
     dir: tempfile::TempDir,
-}
-
-/// `program` on `PATH`, or a failed test naming the Debian package that has it.
-fn program(name: &str, package: &str) -> PathBuf {
-    let paths = std::env::var_os("PATH").unwrap_or_default();
-    let dirs = std::env::split_paths(&paths).chain(["/usr/sbin".into(), "/usr/bin".into()]);
-    let found = dirs.map(|d| d.join(name)).find(|p| p.is_file());
-    found.unwrap_or_else(|| {
-        panic!("{name} not found: install {package} (Debian: apt-get install {package})")
-    })
-}
-
-/// A free loopback port.
-fn port() -> u16 {
-    free_addr().port()
-}
-
-/// `path` handed to the `postgres` OS user when root.
-fn own(path: &Path) {
-    if let Some((uid, gid)) = run_as() {
-        chown(path, Some(uid), Some(gid))
-            .unwrap_or_else(|e| panic!("cannot chown {}: {e}", path.display()));
-    }
-}
-
-/// Starts `program` with `args` (as `postgres` when root), its output in `log`.
-fn spawn(program: &Path, args: &[&str], log: &Path) -> Child {
-    let out = fs::File::create(log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
-    // Reason: duplicating a fresh descriptor fails only when out of descriptors.
-    let err = out.try_clone().expect("a second handle on the log");
-    let mut cmd = Command::new(program);
-    cmd.args(args).stdin(Stdio::null()).stdout(out).stderr(err);
-    if let Some((uid, gid)) = run_as() {
-        let home = log.parent().unwrap_or(Path::new("/tmp"));
-        cmd.uid(uid).gid(gid).env("HOME", home);
-    }
-    cmd.spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()))
-}
-
-/// SIGKILLs `child` and reaps it.
-fn kill_child(child: &mut Child) {
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-/// Polls `ready` every 100 ms until it answers `Some`, for at most `within`.
-fn wait_for<T>(within: Duration, mut ready: impl FnMut() -> Option<T>) -> Option<T> {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(t) = ready() {
-            return Some(t);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        sleep(Duration::from_millis(100));
-    }
 }
 
 impl Cluster {
@@ -309,58 +236,6 @@ impl Cluster {
         };
         logs.iter().map(tail).collect::<Vec<_>>().join("\n")
     }
-}
-
-impl Node {
-    fn start(&mut self, patroni: &Path) {
-        let yml = self.dir.join("patroni.yml");
-        let out = self.dir.join("patroni.out");
-        self.patroni = Some(spawn(patroni, &[&yml.to_string_lossy()], &out));
-    }
-
-    /// The running postmaster (`postmaster.pid`'s first line, if that process is a
-    /// `postgres` of this data directory).
-    fn postmaster(&self) -> Option<Pid> {
-        let data = self.dir.join("data");
-        let pid_file = fs::read_to_string(data.join("postmaster.pid")).ok()?;
-        let pid: i32 = pid_file.lines().next()?.trim().parse().ok()?;
-        let cmdline = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-        let cmdline = String::from_utf8_lossy(&cmdline);
-        cmdline
-            .contains(&*data.to_string_lossy())
-            .then(|| Pid::from_raw(pid))
-    }
-
-    /// SIGKILL of the postmaster and every backend; returns once none of them runs any
-    /// more (10 s at most), so nothing sent afterwards reaches them.
-    fn kill_postmaster(&self) {
-        let Some(pid) = self.postmaster() else {
-            return;
-        };
-        let mut pids = children_of(pid);
-        pids.push(pid);
-        for &pid in &pids {
-            let _ = kill(pid, Signal::SIGKILL);
-        }
-        let dead = wait_for(Duration::from_secs(10), || {
-            pids.iter().all(|&p| gone(p)).then_some(())
-        });
-        assert!(
-            dead.is_some(),
-            "{}'s postmaster outlived SIGKILL",
-            self.name
-        );
-    }
-}
-
-/// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
-fn gone(pid: Pid) -> bool {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat"));
-    // `/proc/PID/stat`: "pid (comm) state …"; comm may hold spaces.
-    stat.map_or(true, |s| {
-        s.rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
-    })
 }
 
 impl Drop for Cluster {
