@@ -36,6 +36,7 @@ mod faults_failover;
 mod faults_lock_waits;
 mod faults_network;
 mod faults_notify;
+mod faults_patroni;
 mod faults_skew;
 mod faults_unsure;
 mod fencing;

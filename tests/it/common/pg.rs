@@ -364,7 +364,7 @@ impl Drop for PrivateCluster {
 }
 
 /// The processes whose parent is `parent` (from `/proc`).
-fn children_of(parent: Pid) -> Vec<Pid> {
+pub fn children_of(parent: Pid) -> Vec<Pid> {
     let Ok(entries) = fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -383,7 +383,7 @@ fn children_of(parent: Pid) -> Vec<Pid> {
 }
 
 /// The directory with the server binaries, checked to contain them.
-fn pg_bin() -> PathBuf {
+pub fn pg_bin() -> PathBuf {
     let bin =
         std::env::var_os("CLAIMD_PG_BIN").map_or_else(|| DEFAULT_PG_BIN.into(), PathBuf::from);
     if !bin.join("initdb").is_file() || !bin.join("postgres").is_file() {
