@@ -32,6 +32,44 @@ const FIRST_PAUSE: Duration = Duration::from_millis(10);
 /// The longest such pause.
 const LAST_PAUSE: Duration = Duration::from_secs(1);
 
+/// How many times a Claim whose lease ended before its answer was ready claims again.
+const FRESH_LEASES: usize = 3;
+
+/// `store.claim`, making sure a CLAIMED answer grants a lease that has not run out: when the
+/// commit took most of the lease (a commit that waited for a synchronous standby a new
+/// leader did not have yet, issue 34), the same call claims again before it answers — its
+/// own token, so the same attempt gets a fresh lease (docs/DESIGN.md §2, own-token rule) —
+/// up to [`FRESH_LEASES`] times. Past the call's deadline it answers the attempt it has; a
+/// Claim that fails otherwise is answered that error (UNAVAILABLE, which does not deny that
+/// its attempt was written).
+async fn claim_live(
+    store: &dyn Store,
+    tenant: &str,
+    input: &ClaimInput,
+    policy: &Policy,
+) -> Result<ClaimOutcome, StoreError> {
+    // The lease starts inside the write, after the call began: if the call took more than
+    // three quarters of the lease, less than a quarter of it may be left. Measured here, on
+    // this process's clock: the store's clock estimate is itself measured over the write's
+    // round trip, so a commit that waited skews it by as much.
+    let ttl = input.lease_ttl.to_std().unwrap_or_default();
+    let mut began = Instant::now();
+    let mut outcome = store.claim(tenant, input, policy).await?;
+    for _ in 0..FRESH_LEASES {
+        if outcome.decision != Decision::Claimed || began.elapsed() < ttl * 3 / 4 {
+            break;
+        }
+        began = Instant::now();
+        outcome = match store.claim(tenant, input, policy).await {
+            Ok(again) => again,
+            // No time left to claim again: the attempt it holds is the caller's all the same.
+            Err(StoreError::DeadlinePassed) => break,
+            Err(e) => return Err(e),
+        };
+    }
+    Ok(outcome)
+}
+
 /// The waiting Claims of one service.
 #[derive(Debug, Clone)]
 pub struct Waits {
@@ -61,11 +99,11 @@ impl Waits {
         wait: Option<Duration>,
     ) -> Result<ClaimOutcome, StoreError> {
         let Some(end) = wait.and_then(wait_end) else {
-            return store.claim(tenant, input, policy).await;
+            return claim_live(store, tenant, input, policy).await;
         };
         let room = self.room.try_acquire().ok();
         if room.is_none() || self.drain.draining() {
-            let first = store.claim(tenant, input, policy).await?;
+            let first = claim_live(store, tenant, input, policy).await?;
             if first.decision == Decision::InFlight {
                 let how = if room.is_none() {
                     Ended::Full
@@ -85,7 +123,7 @@ impl Waits {
             // Enabled before the read, so a settle that commits after it still wakes us.
             woken.as_mut().enable();
             let before = lease;
-            let last = match store.claim(tenant, input, policy).await {
+            let last = match claim_live(store, tenant, input, policy).await {
                 Ok(outcome) => outcome,
                 // The database is briefly away (a connection just cut, say): once waiting,
                 // read again while the wait lasts, and fail only if it is still away then.

@@ -150,3 +150,50 @@ async fn postgres_failover_to_an_asynchronous_standby_that_lags_loses_acknowledg
          {verdict:?}"
     );
 }
+
+/// Issue 34: a Claim whose commit waits for the synchronous standby longer than most of its
+/// lease (right after a failover the new leader has no standby yet; here the replication
+/// link is cut for 1.5 s under a 1 s lease) is answered with a lease that has not ended:
+/// claimd claims again, the same attempt on its own token, before it answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_a_claim_whose_commit_outlasts_its_lease_is_answered_with_a_live_lease() {
+    let settings = &["synchronous_standby_names=claimd_standby"];
+    let (primary, _standby, replication) = pair(settings).await;
+    let url = primary.create_database().await;
+    let addr = free_addr();
+    let _server = replica_with(&url, addr, &["--db-timeout", "5s"]).await;
+    assert_eq!(sync_state(&primary).await.as_deref(), Some("sync"));
+    replication.blackhole();
+    let claim = tokio::spawn(async move {
+        let mut client = crate::history::workload::channel(addr, Duration::from_secs(10));
+        let request = claimd::pb::ClaimRequest {
+            namespace: "slow".into(),
+            key: "commit".into(),
+            fingerprint: b"fp".to_vec(),
+            lease_ttl: Some(prost_types::Duration {
+                seconds: 1,
+                nanos: 0,
+            }),
+            ..Default::default()
+        };
+        client.claim(request).await
+    });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    replication.normal();
+    let answer = claim
+        .await
+        .expect("the call ran")
+        .expect("answered")
+        .into_inner();
+    let answered_at = std::time::SystemTime::now();
+    assert_eq!(answer.decision(), claimd::pb::Decision::Claimed);
+    let receipt = answer.receipt.expect("a receipt");
+    assert_eq!(receipt.attempt, 1, "the same attempt, with a fresh lease");
+    let end = receipt.lease_expires_at.expect("a lease");
+    let end = std::time::UNIX_EPOCH + Duration::new(end.seconds as u64, end.nanos as u32);
+    assert!(
+        end > answered_at,
+        "the lease ended {:?} before the answer arrived",
+        answered_at.duration_since(end).unwrap_or_default()
+    );
+}
