@@ -170,8 +170,18 @@ impl Caller {
                 updated_at: micros(receipt.updated_at),
                 response: receipt.response,
             },
-            Ok((_, _, None)) => Outcome::Unknown(tonic::Code::Internal),
-            Err(status) => outcome_of(&status),
+            Ok((_, _, None)) => {
+                // Shown when a test fails: what answered without a receipt.
+                eprintln!("{call:?} {key}: answered without a receipt");
+                Outcome::Unknown(tonic::Code::Internal)
+            }
+            Err(status) => {
+                if status.code() == tonic::Code::Internal {
+                    // Shown when a test fails: claimd's, or the transport's, words.
+                    eprintln!("{call:?} {key}: INTERNAL: {status:?}");
+                }
+                outcome_of(&status)
+            }
         };
         self.history.push(Op {
             key: key.to_owned(),
