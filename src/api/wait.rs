@@ -40,8 +40,8 @@ const FRESH_LEASES: usize = 3;
 /// leader did not have yet, issue 34), the same call claims again before it answers — its
 /// own token, so the same attempt gets a fresh lease (docs/DESIGN.md §2, own-token rule) —
 /// up to [`FRESH_LEASES`] times. Past the call's deadline it answers the attempt it has; a
-/// Claim that fails otherwise is answered that error (UNAVAILABLE, which does not deny that
-/// its attempt was written).
+/// Claim that fails otherwise, or finds the receipt taken over meanwhile, is answered
+/// UNAVAILABLE, which does not deny that its attempt was written.
 async fn claim_live(
     store: &dyn Store,
     tenant: &str,
@@ -61,7 +61,11 @@ async fn claim_live(
         }
         began = Instant::now();
         outcome = match store.claim(tenant, input, policy).await {
-            Ok(again) => again,
+            Ok(again) if again.decision == Decision::Claimed => again,
+            // Its lease ran out while it committed and another caller took the receipt
+            // over: the attempt it was granted is gone, and IN_FLIGHT would deny it was
+            // ever granted. It is answered as a lost race (UNAVAILABLE: retry).
+            Ok(_) => return Err(StoreError::Contended),
             // No time left to claim again: the attempt it holds is the caller's all the same.
             Err(StoreError::DeadlinePassed) => break,
             Err(e) => return Err(e),

@@ -75,10 +75,11 @@ fn window(
 
 /// The history workload with 5 s leases. With the usual 1 s leases a few CLAIMED answers
 /// per round arrived after their lease had ended (the commit waited for the synchronous
-/// standby a new leader did not have yet); claimd now claims again before it answers
-/// (`api::wait::claim_live`, tested in `faults_failover`), but one run in three of the
-/// postmaster round then still found one attempt "granted to nobody": open, in
-/// docs/RELIABILITY.md's Patroni row.
+/// standby a new leader did not have yet), and once an attempt was granted to a Claim that
+/// then answered IN_FLIGHT (its lease ran out while it committed, and another caller took
+/// the receipt over). claimd now claims again before it answers, and answers UNAVAILABLE if
+/// the receipt was taken over meanwhile (`api::wait::claim_live`); three runs with 1 s
+/// leases then passed. The suite keeps 5 s until more runs say 1 s is steady.
 fn workload() -> workload::Workload {
     workload::Workload {
         lease: 5 * SECOND,
