@@ -94,7 +94,7 @@ async fn health(addr: SocketAddr) -> Result<ServingStatus, Code> {
 }
 
 /// Polls health until it reports `want` (15 s at most).
-async fn health_becomes(addr: SocketAddr, want: ServingStatus) {
+pub(crate) async fn health_becomes(addr: SocketAddr, want: ServingStatus) {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         let now = health(addr).await;

@@ -6,9 +6,8 @@
 //! reached it read-only.
 
 use crate::common::pg::PrivateCluster;
-use crate::common::probe::health_in_plaintext;
 use crate::common::process::{Claimd, PATIENCE, claimd, free_addr};
-use crate::faults_network::replica_with;
+use crate::faults_network::{health_becomes, replica_with};
 use crate::history::workload;
 use claimd::pb;
 use sqlx::{Connection, PgConnection};
@@ -16,22 +15,6 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tonic::Code;
 use tonic_health::pb::health_check_response::ServingStatus;
-
-/// Polls health until it reports `want` (15 s at most).
-async fn health_becomes(addr: SocketAddr, want: ServingStatus) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let now = health_in_plaintext(addr).await;
-        if now == Ok(want) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "health never became {want:?}; last {now:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 /// A Claim of a new key on `addr`.
 async fn claim(addr: SocketAddr, key: &str) -> Result<pb::ClaimResponse, tonic::Status> {
