@@ -37,11 +37,14 @@ const FRESH_LEASES: usize = 3;
 
 /// `store.claim`, making sure a CLAIMED answer grants a lease that has not run out: when the
 /// commit took most of the lease (a commit that waited for a synchronous standby a new
-/// leader did not have yet, issue 34), the same call claims again before it answers — its
-/// own token, so the same attempt gets a fresh lease (docs/DESIGN.md §2, own-token rule) —
-/// up to [`FRESH_LEASES`] times. Past the call's deadline it answers the attempt it has; a
-/// Claim that fails otherwise, or finds the receipt taken over meanwhile, is answered
-/// UNAVAILABLE, which does not deny that its attempt was written.
+/// leader did not have yet, issue 34; a batch behind another transaction's row lock), the
+/// same call claims again before it answers — its own token, so the same attempt gets a
+/// fresh lease (docs/DESIGN.md §2, own-token rule) — up to [`FRESH_LEASES`] times. A Claim
+/// whose lease may have run out all the same (every fresh claim was as slow, or the call's
+/// deadline came first), or that finds the receipt taken over meanwhile, or fails
+/// otherwise, is answered UNAVAILABLE, which does not deny that its attempt was written:
+/// the caller retries and finds the receipt IN_FLIGHT until that lease ends, then claims
+/// it. Never CLAIMED with a lease that may be over.
 async fn claim_live(
     store: &dyn Store,
     tenant: &str,
@@ -57,19 +60,25 @@ async fn claim_live(
     let mut outcome = store.claim(tenant, input, policy).await?;
     for _ in 0..FRESH_LEASES {
         if outcome.decision != Decision::Claimed || began.elapsed() < ttl * 3 / 4 {
-            break;
+            return Ok(outcome);
         }
-        began = Instant::now();
+        let again = Instant::now();
         outcome = match store.claim(tenant, input, policy).await {
-            Ok(again) if again.decision == Decision::Claimed => again,
+            Ok(next) if next.decision == Decision::Claimed => next,
             // Its lease ran out while it committed and another caller took the receipt
             // over: the attempt it was granted is gone, and IN_FLIGHT would deny it was
             // ever granted. It is answered as a lost race (UNAVAILABLE: retry).
             Ok(_) => return Err(StoreError::Contended),
-            // No time left to claim again: the attempt it holds is the caller's all the same.
+            // No time left to claim again: what it holds is answered below.
             Err(StoreError::DeadlinePassed) => break,
             Err(e) => return Err(e),
         };
+        began = again;
+    }
+    if outcome.decision == Decision::Claimed && began.elapsed() >= ttl * 3 / 4 {
+        // Still most of a lease since its last write began: what is left of the lease may
+        // end before the answer arrives.
+        return Err(StoreError::Contended);
     }
     Ok(outcome)
 }
