@@ -1,7 +1,8 @@
 //! Connect's errors: a gRPC status as Connect's JSON error body (`code` by name, `message`,
 //! and the status details — claimd's `google.rpc.BadRequest` naming the field — as
-//! `{"type", "value"}` with the value in base64) and the HTTP status Connect maps each code
-//! to; and the errors of the door itself (a body too large, an unknown content type, a bad
+//! `{"type", "value"}` with the value in base64, and for a BadRequest also the `debug` JSON
+//! the protocol allows, `{"fieldViolations":[{"field","description"}]}`, for callers without
+//! protobuf) and the HTTP status Connect maps each code to; and the errors of the door itself (a body too large, an unknown content type, a bad
 //! `Connect-Timeout-Ms`, JSON that does not decode).
 
 use base64::Engine as _;
@@ -147,8 +148,14 @@ impl ConnectError {
             .details
             .iter()
             .map(|(kind, value)| {
-                let value = base64::engine::general_purpose::STANDARD_NO_PAD.encode(value);
-                serde_json::json!({ "type": kind, "value": value })
+                let mut detail = serde_json::json!({
+                    "type": kind,
+                    "value": base64::engine::general_purpose::STANDARD_NO_PAD.encode(value),
+                });
+                if let Some(debug) = debug_of(kind, value) {
+                    detail["debug"] = debug;
+                }
+                detail
             })
             .collect();
         let mut body = serde_json::json!({ "code": name(self.code), "message": self.message });
@@ -164,6 +171,21 @@ impl ConnectError {
         );
         response
     }
+}
+
+/// The `debug` JSON of a detail claimd sends (proto3 JSON of a `google.rpc.BadRequest`), so
+/// a caller reads the field without decoding protobuf; `None` for any other detail.
+fn debug_of(kind: &str, value: &[u8]) -> Option<serde_json::Value> {
+    if kind != "google.rpc.BadRequest" {
+        return None;
+    }
+    let bad = <tonic_types::pb::BadRequest as prost::Message>::decode(value).ok()?;
+    let violations: Vec<serde_json::Value> = bad
+        .field_violations
+        .iter()
+        .map(|v| serde_json::json!({ "field": v.field, "description": v.description }))
+        .collect();
+    Some(serde_json::json!({ "fieldViolations": violations }))
 }
 
 /// Connect's name of a code.

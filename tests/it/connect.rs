@@ -43,6 +43,23 @@ fn violated_field(answer: &Answer) -> Option<String> {
         .decode(value.trim_end_matches('='))
         .expect("base64");
     let bad = tonic_types::pb::BadRequest::decode(value.as_slice()).expect("a BadRequest");
+    // The same violations as JSON, for callers without protobuf (Connect's `debug`).
+    let debug = &detail["debug"]["fieldViolations"];
+    let fields: Vec<(&str, &str)> = debug
+        .as_array()
+        .expect("debug.fieldViolations in the detail")
+        .iter()
+        .map(|v| {
+            let text = |k: &str| v[k].as_str().expect("field and description are strings");
+            (text("field"), text("description"))
+        })
+        .collect();
+    let decoded: Vec<(&str, &str)> = bad
+        .field_violations
+        .iter()
+        .map(|v| (v.field.as_str(), v.description.as_str()))
+        .collect();
+    assert_eq!(fields, decoded, "debug and value disagree: {error}");
     Some(bad.field_violations[0].field.clone())
 }
 
