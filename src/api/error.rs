@@ -74,6 +74,13 @@ impl From<StoreError> for Status {
                      retry later",
                 )
             }
+            StoreError::Unsure(_) => {
+                telemetry::store_error(&e);
+                Status::unavailable(
+                    "the database did not confirm whether this call's write committed (Get \
+                     tells); retry later",
+                )
+            }
             StoreError::DeadlinePassed => Status::from(DeadlinePassed),
             StoreError::Contended => {
                 telemetry::store_error(&e);
@@ -301,6 +308,7 @@ mod tests {
             StoreError::Storage(sqlx::Error::PoolTimedOut),
             StoreError::Database(sqlx::Error::PoolClosed),
             StoreError::Contended,
+            StoreError::Unsure(Some(2)),
             StoreError::Corrupt("x".into()),
             StoreError::Open("x".into()),
             StoreError::UnsupportedUrl,

@@ -131,15 +131,38 @@ impl Waits {
         let mut waiting: Option<Waiting> = None;
         let mut lease = None;
         let mut pause = FIRST_PAUSE;
+        let mut unsure: Option<u32> = None;
         loop {
             let mut woken = pin!(watch.notified());
             // Enabled before the read, so a settle that commits after it still wakes us.
             woken.as_mut().enable();
             let before = lease;
             let last = match claim_live(store, tenant, input, policy).await {
-                Ok(outcome) => outcome,
+                // A takeover of this call's that may have landed unseen (`unsure`): a later
+                // attempt means it may have been taken over in turn, and the call can be
+                // told neither that it was granted nor that it was not.
+                Ok(outcome) if unsure.is_some_and(|n| outcome.receipt.attempt > n) => {
+                    return Err(StoreError::Unsure(unsure));
+                }
+                Ok(outcome) => {
+                    // Attempt `n` held by another token, or not reached: it was not this call's.
+                    unsure = None;
+                    outcome
+                }
+                Err(StoreError::Unsure(granted))
+                    if waiting.is_some() && Instant::now() + pause < end =>
+                {
+                    unsure = granted.max(unsure);
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(LAST_PAUSE);
+                    continue;
+                }
                 // The database is briefly away (a connection just cut, say): once waiting,
                 // read again while the wait lasts, and fail only if it is still away then.
+                // After `Unsure` too, but a takeover of this call's that committed unseen may
+                // be taken over in turn before a read finds it on the call's own token: the
+                // call is then answered `Unsure`, not for a later attempt with its own
+                // granted to nobody (the lock-wait fault row with answers lost).
                 Err(
                     StoreError::Unavailable(_) | StoreError::Storage(_) | StoreError::ReadOnly(_),
                 ) if waiting.is_some() && Instant::now() + pause < end => {

@@ -72,6 +72,14 @@ pub enum StoreError {
     /// The call's deadline passed before its write could commit; the write was rolled back.
     #[error("the call's deadline passed before its write could commit; nothing was written")]
     DeadlinePassed,
+    /// The call's write may have committed: its statement's answer was lost, and running it
+    /// again alone failed too, or found the receipt past the attempt the write would have
+    /// granted (taken over since: whether by this write's holder-to-be is not known). The
+    /// outcome is not known (a `Get` tells); the caller may retry. The attempt a Claim's
+    /// write would have granted, if any: a waiting Claim goes on only while no later
+    /// attempt shows (docs/DESIGN.md §4.2.1).
+    #[error("the database did not confirm whether the write committed")]
+    Unsure(Option<u32>),
     /// Claim lost the race to concurrent commits too many times in a row.
     #[error("too much contention on one key; try again")]
     Contended,
@@ -304,9 +312,10 @@ impl StoreError {
         match self {
             StoreError::NotFound => "not_found",
             StoreError::Refused(_) => "refused",
-            StoreError::Unavailable(_) | StoreError::Storage(_) | StoreError::ReadOnly(_) => {
-                "unavailable"
-            }
+            StoreError::Unavailable(_)
+            | StoreError::Storage(_)
+            | StoreError::ReadOnly(_)
+            | StoreError::Unsure(_) => "unavailable",
             StoreError::Contended => "contended",
             StoreError::DeadlinePassed => "deadline",
             StoreError::Sealed(_) => "sealed",

@@ -192,6 +192,13 @@ fn decide(sealer: &Sealer, job: &Job) -> Step {
     {
         return Step::Done(Ok(landed.answer(row)));
     }
+    if let (Some(landed), Known::Read(..), Some((row, blobs))) =
+        (&job.landed, &job.known, current.as_ref())
+        && !landed.made(blobs)
+        && landed.overtaken(row)
+    {
+        return Step::Done(Err(landed.unsure()));
+    }
     match &job.op {
         Op::Claim { input, policy } => {
             let outcome = decide_claim(before, input, now, policy);

@@ -22,6 +22,8 @@ pub const ALONE_AT_ONCE: usize = 4;
 pub(super) struct Landed {
     id: Uuid,
     claim: Option<(Decision, Write)>,
+    /// The attempt the write grants, for a Claim answered CLAIMED by it.
+    granted: Option<u32>,
 }
 
 impl Landed {
@@ -43,6 +45,18 @@ impl Landed {
         }
     }
 
+    /// Whether `row`, not as this write made it, is past the attempt the write would have
+    /// granted: someone took the receipt over since, maybe from this very write, so the
+    /// call can be told neither that it was granted nor that it was not.
+    pub(super) fn overtaken(&self, row: &Receipt) -> bool {
+        self.granted.is_some_and(|n| row.attempt > n)
+    }
+
+    /// The error of a call whose write may have landed.
+    pub(super) fn unsure(&self) -> StoreError {
+        StoreError::Unsure(self.granted)
+    }
+
     pub(super) fn answer(&self, row: &Receipt) -> Answer {
         match self.claim {
             Some((decision, write)) => Answer::Claim(ClaimOutcome {
@@ -61,7 +75,13 @@ impl Job {
     pub(super) fn unsure_of(self, w: &RowWrite, claim: Option<(Decision, Write)>) -> Job {
         Job {
             known: Known::Unread,
-            landed: Some(Landed { id: w.id, claim }),
+            landed: Some(Landed {
+                id: w.id,
+                claim,
+                granted: claim
+                    .filter(|(decision, _)| *decision == Decision::Claimed)
+                    .map(|_| w.next.attempt),
+            }),
             ..self
         }
     }
@@ -70,10 +90,10 @@ impl Job {
 /// After a statement failed for the whole batch: the jobs run again, each alone and
 /// [`ALONE_AT_ONCE`] at a time, so the others are not failed by one of them and the pool
 /// is not asked for a connection per job at once. A job that already ran alone is answered
-/// with the error, and so is a job alone in its batch unless its write may have committed:
-/// that one reads its row once more, so a write that landed is answered as written and not
-/// as an error that says nothing changed (nor, for a Claim, decided again on its own
-/// lease).
+/// with the error — [`StoreError::Unsure`] if its write may have committed — and so is a
+/// job alone in its batch unless its write may have committed: that one reads its row once
+/// more, so a write that landed is answered as written and not as an error that says
+/// nothing changed (nor, for a Claim, decided again on its own lease).
 pub(super) async fn alone<D: Driver>(
     driver: &D,
     recent: &Recent,
@@ -82,6 +102,13 @@ pub(super) async fn alone<D: Driver>(
 ) {
     if jobs.len() == 1 && jobs.iter().all(|j| j.alone || j.landed.is_none()) {
         if let Some(job) = jobs.pop() {
+            let e = match &job.landed {
+                Some(landed) if !matches!(e, StoreError::Unsure(_)) => {
+                    tracing::debug!(error = %e, "a write's outcome is not known");
+                    landed.unsure()
+                }
+                _ => e,
+            };
             job.answer(Err(e));
         }
         return;
