@@ -184,9 +184,13 @@ function idempotency(options) {
 
     let produced = null; // what the handler answered here
     let propagated = false; // it threw or called next(err): Express's error handlers answer
+    let handBack; // passes that error on, once the key is given back
+    const handedBack = new Promise((resolve) => {
+      handBack = resolve;
+    });
     const work = async (ctx) => {
       req.idempotency = { key, attempt: ctx.attempt, signal: ctx.signal };
-      const held = capture(res);
+      const held = capture(res, handedBack);
       req[WATCHING] = held.fail;
       next();
       const result = await held.done;
@@ -214,78 +218,86 @@ function idempotency(options) {
 
     const started = Date.now();
     try {
-      for (;;) {
-        const left = Math.max(0, waitMs - (Date.now() - started));
-        const outcome = await claims.run(namespace, claim, fingerprint, work, {
-          leaseMs,
-          waitMs: left,
-          retryAfterMs,
-        });
-        switch (outcome.decision) {
-          case Decision.CLAIMED:
-            if (propagated) return undefined;
-            if (produced) return sendProduced();
-            return problem(res, 500, 'idempotency-handler-not-run', 'The request was not handled',
-              'The handler could not be started; retry the request.');
-          case Decision.COMPLETED: {
-            const receipt = outcome.receipt;
-            if (receipt.response_pruned_at || receipt.response.length === 0) {
+      return await decide();
+    } finally {
+      handBack();
+    }
+
+    async function decide() {
+      try {
+        for (;;) {
+          const left = Math.max(0, waitMs - (Date.now() - started));
+          const outcome = await claims.run(namespace, claim, fingerprint, work, {
+            leaseMs,
+            waitMs: left,
+            retryAfterMs,
+          });
+          switch (outcome.decision) {
+            case Decision.CLAIMED:
+              if (propagated) return undefined;
+              if (produced) return sendProduced();
+              return problem(res, 500, 'idempotency-handler-not-run', 'The request was not handled',
+                'The handler could not be started; retry the request.');
+            case Decision.COMPLETED: {
+              const receipt = outcome.receipt;
+              if (receipt.response_pruned_at || receipt.response.length === 0) {
+                return problem(res, 422, 'idempotency-key-expired', 'Idempotency-Key is used up',
+                  'This key was used and its response is no longer kept; use a new key.');
+              }
+              const record = decodeResponse(receipt.response);
+              if (!record) {
+                return problem(res, 500, 'idempotency-response-unreadable',
+                  'Stored response cannot be replayed',
+                  'The stored response of this key is not one this middleware wrote.');
+              }
+              return sendReplay(res, record, docsUrl);
+            }
+            case Decision.IN_FLIGHT:
+              return problem(res, 409, 'idempotency-request-in-progress',
+                'A request with this Idempotency-Key is still being processed',
+                'Retry the request later; it will get the same response.',
+                { 'Retry-After': secondsUntil(outcome.receipt.lease_expires_at) });
+            case Decision.RETRY_SCHEDULED: {
+              // The last attempt failed before answering; the next may start at next_attempt_at.
+              const due = Math.max(0, (timestampMs(outcome.receipt.next_attempt_at) ?? 0) - Date.now());
+              if (due <= waitMs - (Date.now() - started)) {
+                await sleep(Math.max(due, 20));
+                continue;
+              }
+              return problem(res, 503, 'idempotency-retry-scheduled',
+                'The last attempt of this request failed',
+                'Retry the request later to run it again.',
+                { 'Retry-After': secondsUntil(outcome.receipt.next_attempt_at) });
+            }
+            case Decision.QUARANTINED:
               return problem(res, 422, 'idempotency-key-expired', 'Idempotency-Key is used up',
-                'This key was used and its response is no longer kept; use a new key.');
-            }
-            const record = decodeResponse(receipt.response);
-            if (!record) {
-              return problem(res, 500, 'idempotency-response-unreadable',
-                'Stored response cannot be replayed',
-                'The stored response of this key is not one this middleware wrote.');
-            }
-            return sendReplay(res, record, docsUrl);
+                'Every attempt of this request failed; use a new Idempotency-Key to try again.');
+            case Decision.CONFLICT:
+              return problem(res, 422, 'idempotency-key-reused', 'Idempotency-Key is already used',
+                'This key was used with a different request (another body, method or path); ' +
+                  'use a new key for a new request.');
+            default:
+              throw new Error(`unexpected decision ${outcome.decision}`);
           }
-          case Decision.IN_FLIGHT:
-            return problem(res, 409, 'idempotency-request-in-progress',
-              'A request with this Idempotency-Key is still being processed',
-              'Retry the request later; it will get the same response.',
-              { 'Retry-After': secondsUntil(outcome.receipt.lease_expires_at) });
-          case Decision.RETRY_SCHEDULED: {
-            // The last attempt failed before answering; the next may start at next_attempt_at.
-            const due = Math.max(0, (timestampMs(outcome.receipt.next_attempt_at) ?? 0) - Date.now());
-            if (due <= waitMs - (Date.now() - started)) {
-              await sleep(Math.max(due, 20));
-              continue;
-            }
-            return problem(res, 503, 'idempotency-retry-scheduled',
-              'The last attempt of this request failed',
-              'Retry the request later to run it again.',
-              { 'Retry-After': secondsUntil(outcome.receipt.next_attempt_at) });
+        }
+      } catch (error) {
+        if (propagated) return undefined; // the error went on to Express's error handlers
+        // The handler ran (settling it failed): its answer is real, so the client gets it.
+        if (produced) return sendProduced();
+        if (error instanceof ClaimdError) {
+          const busy = error.code === grpcStatus.UNAVAILABLE ||
+            error.code === grpcStatus.DEADLINE_EXCEEDED ||
+            error.code === grpcStatus.RESOURCE_EXHAUSTED;
+          if (busy) {
+            return problem(res, 503, 'idempotency-store-unavailable', 'Idempotency store unavailable',
+              `The idempotency store could not be asked (${error.codeName}); retry later.`,
+              { 'Retry-After': '1' });
           }
-          case Decision.QUARANTINED:
-            return problem(res, 422, 'idempotency-key-expired', 'Idempotency-Key is used up',
-              'Every attempt of this request failed; use a new Idempotency-Key to try again.');
-          case Decision.CONFLICT:
-            return problem(res, 422, 'idempotency-key-reused', 'Idempotency-Key is already used',
-              'This key was used with a different request (another body, method or path); ' +
-                'use a new key for a new request.');
-          default:
-            throw new Error(`unexpected decision ${outcome.decision}`);
+          return problem(res, 500, 'idempotency-store-error', 'Idempotency store error',
+            `The idempotency store refused the request (${error.codeName}).`);
         }
+        return next(error);
       }
-    } catch (error) {
-      if (propagated) return undefined; // the error went on to Express's error handlers
-      // The handler ran (settling it failed): its answer is real, so the client gets it.
-      if (produced) return sendProduced();
-      if (error instanceof ClaimdError) {
-        const busy = error.code === grpcStatus.UNAVAILABLE ||
-          error.code === grpcStatus.DEADLINE_EXCEEDED ||
-          error.code === grpcStatus.RESOURCE_EXHAUSTED;
-        if (busy) {
-          return problem(res, 503, 'idempotency-store-unavailable', 'Idempotency store unavailable',
-            `The idempotency store could not be asked (${error.codeName}); retry later.`,
-            { 'Retry-After': '1' });
-        }
-        return problem(res, 500, 'idempotency-store-error', 'Idempotency store error',
-          `The idempotency store refused the request (${error.codeName}).`);
-      }
-      return next(error);
     }
   };
 }

@@ -4,8 +4,9 @@
 // middleware can wrap. So the first request through `idempotency()` on a route wraps the
 // handlers after it in that route (once; `layer.handle`, in Express 4 and 5 alike): while
 // a request is held (`req[WATCHING]` set), a throw, a rejected promise or next(err) calls
-// `req[WATCHING](error)` first, then goes on to Express exactly as before. Requests that
-// are not held pass straight through.
+// `req[WATCHING](error)` first, and goes on to Express's error handlers with next(error)
+// once that has given the key back (so a client answered 500 finds the key free). Requests
+// that are not held pass straight through.
 
 /** The property of a held request: the function to call with the handler's error. */
 const WATCHING = Symbol('claimd.express.watching');
@@ -19,21 +20,27 @@ function watch(handle) {
   const wrapped = function watchedHandler(req, res, next) {
     const fail = req[WATCHING];
     if (typeof fail !== 'function') return handle.call(this, req, res, next);
+    // The error goes on once the key is given back; null: the response came first.
+    const later = (error) => {
+      const handedBack = fail(error);
+      if (!handedBack) return false;
+      handedBack.then(() => next(error));
+      return true;
+    };
     const spy = function spyNext(error) {
-      if (error && error !== 'route' && error !== 'router') fail(error);
+      if (error && error !== 'route' && error !== 'router' && later(error)) return undefined;
       return next.apply(this, arguments); // eslint-disable-line prefer-rest-params
     };
     let ret;
     try {
       ret = handle.call(this, req, res, spy);
     } catch (error) {
-      fail(error);
+      if (later(error)) return undefined;
       throw error;
     }
     if (ret && typeof ret.then === 'function') {
       return ret.then(undefined, (error) => {
-        fail(error || new Error('Rejected promise'));
-        throw error;
+        if (!later(error || new Error('Rejected promise'))) throw error;
       });
     }
     return ret;

@@ -127,9 +127,13 @@ function storedHeaders(res, before) {
  * Holds back everything written to `res` until it ends: `done` resolves to
  * `{status, body}` (the whole body, a Buffer) then, or to `{error}` when `fail(error)` comes
  * first (the handler threw or called next(err)): `res` gets its own methods back at once,
- * so the framework's error handler answers the client itself. `release()` gives them back.
+ * so the framework's error handler answers the client itself, and `fail` returns
+ * `handedBack`, to pass the error on once the key is given back. Once the response was
+ * produced, `fail` returns null: the response stands.
+ * @param {import('node:http').ServerResponse} res
+ * @param {Promise<void>} handedBack
  */
-function capture(res) {
+function capture(res, handedBack) {
   const names = ['writeHead', 'write', 'end', 'flushHeaders'];
   const own = new Map(names.map((n) => [n, Object.prototype.hasOwnProperty.call(res, n) ? res[n] : null]));
   const chunks = [];
@@ -189,10 +193,11 @@ function capture(res) {
   };
 
   const fail = (error) => {
-    if (settled) return; // the response was produced first: it stands
+    if (settled) return null; // the response was produced first: it stands
     settled = true;
     release();
     resolve({ error });
+    return handedBack;
   };
   return { done, fail };
 }
