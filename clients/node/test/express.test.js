@@ -174,8 +174,9 @@ test('another body or another route with the same key is 422; canonical JSON is 
   assert.equal(same.headers.get(REPLAYED), 'true');
   assert.equal(same.text, first.text);
 
-  assertProblem(await post(app, tenant, key, { amount: 6, currency: 'EUR' }), 422,
-    'idempotency-key-reused');
+  const reused = await post(app, tenant, key, { amount: 6, currency: 'EUR' });
+  assertProblem(reused, 422, 'idempotency-key-reused');
+  assert.ok(!reused.text.includes(key) && !reused.text.includes('EUR'), 'no key, no body');
   const payments = await post(app, tenant, key, '{"amount":5,"currency":"EUR"}', { path: '/payments' });
   assertProblem(payments, 422, 'idempotency-key-reused');
   assert.equal(runs, 1);
@@ -265,6 +266,7 @@ test('a retry while the first still runs after the wait is 409 with Retry-After'
     const busy = await post(apps[1], tenant, key, { item: 'lamp' });
     assertProblem(busy, 409, 'idempotency-request-in-progress');
     assert.match(busy.headers.get('retry-after'), /^[1-9][0-9]*$/);
+    assert.ok(!busy.text.includes(key), 'no problem body carries the key');
   } finally {
     release.open();
   }
@@ -302,6 +304,22 @@ test('a handler that throws gives the key back (its class name only); a retry ru
   assert.equal(replay.text, retried.text);
   assert.equal(replay.headers.get(REPLAYED), 'true');
   assert.equal(runs, 2);
+});
+
+test('a retry before a failed attempt is due again is 503 with Retry-After', async () => {
+  const tenant = uniqueTenant('scheduled');
+  let runs = 0;
+  const [app] = await startApps(async () => {
+    runs += 1;
+    throw new LedgerDown('down');
+  }, { waitMs: 0, retryAfterMs: 30_000 });
+  const key = crypto.randomUUID();
+  assert.equal((await post(app, tenant, key, {})).status, 500);
+  const early = await post(app, tenant, key, {});
+  const problem = assertProblem(early, 503, 'idempotency-retry-scheduled');
+  assert.match(early.headers.get('retry-after'), /^[1-9][0-9]*$/);
+  assert.ok(!early.text.includes(key) && !JSON.stringify(problem).includes(tenant));
+  assert.equal(runs, 1);
 });
 
 test('a handler that calls next(err) gives the key back; a retry runs it', async () => {
