@@ -7,10 +7,12 @@
 //! cargo's target directory, so later runs install offline). The package's suite
 //! (`clients/node/test/*.test.js`) is copied next to that installation, so its
 //! `require('@claimd/client')` loads the installed package by name, never the checkout; it
-//! runs against claimd on its embedded store and on PostgreSQL (`CLAIMD_ADDR`). The typed
-//! usage file (`clients/node/test/types/usage.ts` with its strict `tsconfig.json`) is
-//! compiled against the installed package's declarations by the `typescript` of the
-//! package's own devDependencies (`npm ci` in `clients/node`, on first use). A plain test
+//! runs against claimd on its embedded store and on PostgreSQL (`CLAIMD_ADDR`). The express
+//! suite (`test/express.test.js`) is [`super::express`]'s, on the same installation plus
+//! express. The typed usage files (`clients/node/test/types/*.ts` with their strict
+//! `tsconfig.json`, one of them the `@claimd/client/express` entry point with express's
+//! types) are compiled against the installed package's declarations by the `typescript` of
+//! the package's own devDependencies (`npm ci` in `clients/node`, on first use). A plain test
 //! holds the package's proto copy and version to `proto/` and `proto/VERSION`. A missing
 //! `node` or `npm` fails the test with what to install — never a skip.
 
@@ -61,15 +63,29 @@ fn npm_cache() -> PathBuf {
 
 /// The package as a user gets it: packed, and the tarball installed into an empty
 /// directory.
-struct Installed {
+pub(super) struct Installed {
     /// The directory the tarball was installed into; its `node_modules` holds the package.
-    app: PathBuf,
+    pub(super) app: PathBuf,
     _dir: tempfile::TempDir,
 }
 
-/// `npm pack` of the package and `npm install` of the tarball into an empty directory;
-/// checks what the tarball holds and that `require` finds the installed copy.
-fn install_packed() -> Installed {
+/// The suite of the express entry point, run by [`super::express`], not here.
+pub(super) const EXPRESS_SUITE: &str = "express.test.js";
+
+/// `name@version` for a development dependency of the package, at its pinned version.
+fn dev_dependency(name: &str) -> String {
+    let manifest = package_json("package.json");
+    let version = manifest["devDependencies"][name]
+        .as_str()
+        .unwrap_or_else(|| panic!("{PACKAGE}/package.json pins no devDependencies.{name}"));
+    format!("{name}@{version}")
+}
+
+/// `npm pack` of the package and `npm install` of the tarball into an empty directory,
+/// with `with` (development dependencies of the package, at their pinned versions, e.g.
+/// express for its peer dependency); checks what the tarball holds and that `require`
+/// finds the installed copy.
+pub(super) fn install_packed(with: &[&str]) -> Installed {
     require_node();
     require_npm();
     // Packing and installing need a directory of their own.
@@ -101,6 +117,11 @@ fn install_packed() -> Installed {
         "package.json",
         "index.js",
         "index.d.ts",
+        "express.js",
+        "express.d.ts",
+        "lib/request-identity.js",
+        "lib/route-errors.js",
+        "lib/stored-response.js",
         "proto/claimd/v1/claims.proto",
         "README.md",
         "CHANGELOG.md",
@@ -127,6 +148,7 @@ fn install_packed() -> Installed {
             ])
             .arg(npm_cache())
             .arg(pack.join(filename))
+            .args(with.iter().map(|name| dev_dependency(name)))
             .current_dir(&app),
         "npm install of the packed clients/node tarball into an empty directory",
     );
@@ -147,7 +169,7 @@ fn install_packed() -> Installed {
 
 /// The package's own suite, copied next to the installed package, against `live`.
 fn package_suite(live: &tools::Live) {
-    let installed = install_packed();
+    let installed = install_packed(&[]);
     let source = package().join("test");
     let target = installed.app.join("test");
     // The install directory is ours to write in.
@@ -158,7 +180,7 @@ fn package_suite(live: &tools::Live) {
         // A directory being read lists its entries.
         let name = entry.expect("a clients/node/test entry").file_name();
         let name = name.to_string_lossy().into_owned();
-        if name.ends_with(".test.js") {
+        if name.ends_with(".test.js") && name != EXPRESS_SUITE {
             // Both directories are there; a failed copy is a broken environment.
             fs::copy(source.join(&name), target.join(&name)).expect("copy a test file");
             suites.push(format!("test/{name}"));
@@ -192,7 +214,7 @@ async fn node_package_installed_from_its_tarball_passes_its_suite_on_postgres_cl
 
 #[test]
 fn node_package_typed_usage_compiles_in_strict_mode_against_the_installed_declarations() {
-    let installed = install_packed();
+    let installed = install_packed(&["express", "@types/express"]);
     let tsc = tools::npm_ci(PACKAGE).join("node_modules/typescript/bin/tsc");
     let source = package().join("test/types");
     let config: Value = serde_json::from_str(&read(&source.join("tsconfig.json")))
@@ -205,9 +227,12 @@ fn node_package_typed_usage_compiles_in_strict_mode_against_the_installed_declar
     let target = installed.app.join("types");
     // The install directory is ours to write in.
     fs::create_dir(&target).expect("create types/ next to the installed package");
-    for name in ["usage.ts", "tsconfig.json"] {
+    let entries = fs::read_dir(&source).unwrap_or_else(|e| panic!("{PACKAGE}/test/types: {e}"));
+    for entry in entries {
+        // A directory being read lists its entries.
+        let name = entry.expect("a clients/node/test/types entry").file_name();
         // Both directories are there; a failed copy is a broken environment.
-        fs::copy(source.join(name), target.join(name)).expect("copy the typed usage");
+        fs::copy(source.join(&name), target.join(&name)).expect("copy the typed usage");
     }
     tools::run(
         Command::new("node")
@@ -215,7 +240,7 @@ fn node_package_typed_usage_compiles_in_strict_mode_against_the_installed_declar
             .args(["--noEmit", "-p"])
             .arg(target.join("tsconfig.json"))
             .current_dir(&installed.app),
-        "tsc --noEmit of clients/node/test/types/usage.ts against the installed package",
+        "tsc --noEmit of clients/node/test/types against the installed package",
     );
 }
 
@@ -290,11 +315,35 @@ fn node_package_pins_its_dependencies_exactly_and_exports_its_declarations() {
         manifest["exports"]["."]["types"].as_str(),
         Some("./index.d.ts")
     );
+    assert_eq!(
+        manifest["exports"]["./express"]["types"].as_str(),
+        Some("./express.d.ts")
+    );
+    assert_eq!(
+        manifest["exports"]["./express"]["default"].as_str(),
+        Some("./express.js")
+    );
+    // Express is the user's: a peer dependency, optional for users of the client alone.
+    assert_eq!(
+        manifest["peerDependencies"]["express"].as_str(),
+        Some(">=4")
+    );
+    assert_eq!(
+        manifest["peerDependenciesMeta"]["express"]["optional"],
+        Value::Bool(true)
+    );
+    assert!(
+        manifest["dependencies"].get("express").is_none(),
+        "express is a peer dependency, not a dependency"
+    );
     let exact =
         |v: &str| v.split('.').count() == 3 && v.split('.').all(|n| n.parse::<u32>().is_ok());
     for (section, wanted) in [
         ("dependencies", &["@grpc/grpc-js", "@grpc/proto-loader"][..]),
-        ("devDependencies", &["typescript"][..]),
+        (
+            "devDependencies",
+            &["typescript", "express", "@types/express"][..],
+        ),
     ] {
         // Every listed dependency is pinned to one version, never a range.
         let deps = manifest[section]

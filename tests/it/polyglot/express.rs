@@ -1,21 +1,51 @@
-//! The Express Idempotency-Key middleware (`examples/node/idempotency.js`) against the real
-//! claimd binary: its `node --test` suite (`examples/node/test/idempotency.test.js`), which
-//! starts Express apps on port 0 and talks to them over HTTP, runs against claimd on its
-//! embedded store, on PostgreSQL (`CLAIMD_ADDR`), and on two replicas of one fresh
-//! PostgreSQL database (`CLAIMD_ADDRS`: the suite's two apps each talk to their own
-//! replica, so a retry waits on one replica for a request running through the other). The
-//! dependencies come from the package's lock file (`npm ci`, on first use); the test report
+//! The Express Idempotency-Key middleware (`@claimd/client/express`, in `clients/node`)
+//! against the real claimd binary, as a user installs it: the package packed, the tarball
+//! installed into an empty directory with express (the version the package pins for its
+//! tests), and its suite (`clients/node/test/express.test.js`, copied next to that
+//! installation), which starts Express apps on port 0 and talks to them over HTTP, run
+//! against claimd on its embedded store, on PostgreSQL (`CLAIMD_ADDR`), and on two replicas
+//! of one fresh PostgreSQL database (`CLAIMD_ADDRS`: the suite's two apps each talk to their
+//! own replica, so a retry waits on one replica for a request running through the other).
+//! On the embedded store the example's wiring (`examples/node/idempotency.js`, on the
+//! package as `npm ci` installs it there) runs its own small suite too. The test report
 //! (spec reporter, one line per test) is shown when a test fails. A missing `node` or `npm`
 //! fails the test with what to install — never a skip.
 
+use super::clients_node::{EXPRESS_SUITE, install_packed};
 use super::node::require_node;
 use super::tools;
 use crate::common::{pg, process};
+use std::fs;
 use std::net::SocketAddr;
 use std::process::Command;
 
-/// Runs the middleware's test suite with `var` (`CLAIMD_ADDR` or `CLAIMD_ADDRS`) = `value`.
+/// Runs the middleware's test suite, from the installed tarball, with `var` (`CLAIMD_ADDR`
+/// or `CLAIMD_ADDRS`) = `value`.
 fn express_suite(var: &str, value: &str) {
+    require_node();
+    let installed = install_packed(&["express"]);
+    let target = installed.app.join("test");
+    // The install directory is ours to write in.
+    fs::create_dir(&target).expect("create test/ next to the installed package");
+    let source = tools::repo().join("clients/node/test").join(EXPRESS_SUITE);
+    // Both directories are there; a failed copy is a broken environment.
+    fs::copy(&source, target.join(EXPRESS_SUITE)).expect("copy the express suite");
+    // Blocking is fine here: claimd is another process, nothing on this runtime must run.
+    tools::run(
+        Command::new("node")
+            .args(["--test", "--test-reporter=spec"])
+            .arg(format!("test/{EXPRESS_SUITE}"))
+            .current_dir(&installed.app)
+            .env_remove("NODE_PATH")
+            .env_remove("CLAIMD_ADDR")
+            .env_remove("CLAIMD_ADDRS")
+            .env(var, value),
+        "node --test of clients/node/test/express.test.js against the installed package",
+    );
+}
+
+/// The example's wiring (`examples/node`) against `live`.
+fn example_suite(live: &tools::Live) {
     require_node();
     let package = tools::npm_ci("examples/node");
     // Blocking is fine here: claimd is another process, nothing on this runtime must run.
@@ -23,9 +53,8 @@ fn express_suite(var: &str, value: &str) {
         Command::new("node")
             .args(["--test", "--test-reporter=spec", "test/idempotency.test.js"])
             .current_dir(&package)
-            .env_remove("CLAIMD_ADDR")
             .env_remove("CLAIMD_ADDRS")
-            .env(var, value),
+            .env("CLAIMD_ADDR", live.target()),
         "node --test test/idempotency.test.js in examples/node",
     );
 }
@@ -82,6 +111,7 @@ impl Replicas {
 async fn express_middleware_runs_each_keyed_request_once_and_replays_it_on_embedded_claimd() {
     let live = tools::Live::embedded().await;
     express_suite("CLAIMD_ADDR", &live.target());
+    example_suite(&live);
 }
 
 #[tokio::test]

@@ -129,6 +129,11 @@ pub fn npm_ci(dir: &str) -> PathBuf {
         "package.json",
         "index.js",
         "index.d.ts",
+        "express.js",
+        "express.d.ts",
+        "lib/request-identity.js",
+        "lib/route-errors.js",
+        "lib/stored-response.js",
         "proto/claimd/v1/claims.proto",
     ];
     let mut inputs = vec![lock.clone()];

@@ -1,0 +1,316 @@
+'use strict';
+// @claimd/client/express: the Idempotency-Key HTTP header for Express 4 and 5, on claimd.
+//
+//   const express = require('express');
+//   const { Claims } = require('@claimd/client');
+//   const { idempotency, keepRawBody } = require('@claimd/client/express');
+//   const claims = new Claims('127.0.0.1:50051');
+//   app.post('/orders', express.json({ verify: keepRawBody }),
+//     idempotency({ claims, namespace: 'orders-api', clientOf: (req) => req.user.id }),
+//     async (req, res) => res.status(201).json(await createOrder(req.body)));
+//
+// It follows the IETF HTTPAPI draft "The Idempotency-Key HTTP Header Field". A request is
+// claimed in claimd under its client and key (never its method or path); its fingerprint
+// is its method, path with query and body (canonical JSON for JSON bodies), so the same
+// key with another body or on another route is 422. The first request runs the handler;
+// whatever response it produces (2xx, 4xx or 5xx) is stored with Complete, then sent, and
+// every retry gets it replayed with `Idempotent-Replayed: true`: a handler that answered
+// never runs again for that key. A response too large to store (`maxResponseBytes`) still
+// settles the key: retries get its status and headers with a problem body saying so. Only
+// a handler that throws or calls next(err) before answering gives the key back (Retry,
+// with the error's class name only); the error goes on to Express's error handlers.
+//
+// Nothing here logs; no problem body or error carries a key, a token or a body.
+
+const { Decision, ClaimdError, status: grpcStatus, timestampMs } = require('./index.js');
+const { parseKey, claimKey, requestFingerprint, KEY_RULE } = require('./lib/request-identity.js');
+const stored = require('./lib/stored-response.js');
+const { capture, encodeResponse, decodeResponse, headerSnapshot, storedHeaders, REPLAYED } = stored;
+const { watchRoute, WATCHING } = require('./lib/route-errors.js');
+
+/** The request header, as the draft names it. */
+const HEADER = 'idempotency-key';
+/** claimd's limit for a stored response (docs/DESIGN.md §2.8): the default and maximum. */
+const DEFAULT_MAX_RESPONSE_BYTES = 65_536;
+/** The longest wait claimd allows a Claim. */
+const MAX_WAIT_MS = 60_000;
+/** Headers of a response whose body was not stored that do not fit the problem body. */
+const BODY_HEADERS = new Set(['content-type', 'content-length', 'content-encoding']);
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * A `verify` function for `express.json`, `express.raw`, `express.text` and
+ * `express.urlencoded`: keeps the exact bytes of the body as `req.rawBody`, which the
+ * fingerprint needs.
+ */
+function keepRawBody(req, _res, buf) {
+  req.rawBody = buf;
+}
+
+/** A problem (RFC 9457) sent as application/problem+json. */
+function sendProblem(res, docsUrl, status, code, title, detail, headers = {}) {
+  const body = { type: 'about:blank', title, status, detail, code };
+  if (docsUrl) {
+    body.type = `${docsUrl}#${code}`;
+    res.setHeader('Link', `<${docsUrl}>; rel="describedby"; type="text/html"`);
+  }
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/problem+json');
+  res.end(JSON.stringify(body));
+}
+
+/** Replays a stored response, marked as a replay. */
+function sendReplay(res, record, docsUrl) {
+  const notStored = record.body === null;
+  const values = new Map();
+  for (const [name, value] of record.headers) {
+    if (notStored && BODY_HEADERS.has(name)) continue;
+    if (!values.has(name)) values.set(name, []);
+    values.get(name).push(value);
+  }
+  for (const [name, list] of values) res.setHeader(name, list.length === 1 ? list[0] : list);
+  res.setHeader(REPLAYED, 'true');
+  if (!notStored) {
+    res.statusCode = record.status;
+    return res.end(record.body);
+  }
+  return sendProblem(res, docsUrl, record.status, 'idempotency-response-not-stored',
+    'Response not stored',
+    `This request was handled; its response body (${record.bytes} bytes) was too large to ` +
+      'keep, so only its status and headers are replayed.');
+}
+
+/** The name of a thrown value's class: all a Retry says of it (a message may hold secrets). */
+function className(error) {
+  if (error instanceof Error) return error.constructor?.name || error.name || 'Error';
+  return error === null ? 'null' : typeof error;
+}
+
+/** The error `work` ends with so that `run` gives the receipt back with Retry. */
+function attemptFailed(text, retryAfterMs) {
+  const error = new Error();
+  error.name = text; // errorText() of a message-less error is its name alone
+  error.retryAfterMs = retryAfterMs;
+  return error;
+}
+
+/** Whole seconds (at least 1) until a timestamp. */
+function secondsUntil(ts) {
+  const at = timestampMs(ts);
+  return String(Math.max(1, Math.ceil(((at ?? 0) - Date.now()) / 1000)));
+}
+
+/** The raw request body, or null when a body came in but no parser kept its bytes. */
+function rawBodyOf(req) {
+  if (Buffer.isBuffer(req.rawBody)) return req.rawBody;
+  if (Buffer.isBuffer(req.body)) return req.body;
+  const length = req.headers['content-length'];
+  const chunked = req.headers['transfer-encoding'] !== undefined;
+  if (!chunked && (length === undefined || length === '0')) return Buffer.alloc(0);
+  return null;
+}
+
+/** The values of the Idempotency-Key header (one per header line), or undefined. */
+function keyHeaders(req) {
+  if (req.headersDistinct) return req.headersDistinct[HEADER];
+  const value = req.headers[HEADER];
+  return value === undefined ? undefined : [value];
+}
+
+/**
+ * Express middleware for the Idempotency-Key header on claimd: mount it on a route, after
+ * a body parser that keeps the raw body and before the handler. See express.d.ts for the
+ * options.
+ */
+function idempotency(options) {
+  const {
+    claims,
+    namespace,
+    required = true,
+    waitMs = 10_000,
+    leaseMs = 30_000,
+    clientOf = () => '',
+    maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES,
+    retryAfterMs = 1_000,
+    retryServerErrors = false,
+    canonicalJson = true,
+    methods = ['POST', 'PATCH'],
+    docsUrl,
+  } = options || {};
+  if (!claims || typeof claims.run !== 'function') throw new TypeError('claims: a Claims client');
+  if (typeof namespace !== 'string' || !namespace) throw new TypeError('namespace: a string');
+  if (!Number.isFinite(waitMs) || waitMs < 0 || waitMs > MAX_WAIT_MS) {
+    throw new RangeError(`waitMs must be 0 to ${MAX_WAIT_MS}`);
+  }
+  if (!Number.isInteger(maxResponseBytes) || maxResponseBytes < 1 ||
+      maxResponseBytes > DEFAULT_MAX_RESPONSE_BYTES) {
+    throw new RangeError(`maxResponseBytes must be 1 to ${DEFAULT_MAX_RESPONSE_BYTES}`);
+  }
+  const applies = new Set(methods.map((m) => m.toUpperCase()));
+  const problem = (res, ...args) => sendProblem(res, docsUrl, ...args);
+
+  return async function idempotencyKey(req, res, next) {
+    if (!applies.has(req.method)) return next();
+    if (!watchRoute(req.route, idempotencyKey)) {
+      return next(new TypeError('idempotency() must be mounted on a route, before its ' +
+        'handler: app.post(path, express.json({ verify: keepRawBody }), idempotency(options), handler)'));
+    }
+    const values = keyHeaders(req);
+    if (values === undefined) {
+      if (!required) return next();
+      return problem(res, 400, 'idempotency-key-missing', 'Idempotency-Key is missing',
+        'This operation is idempotent and requires an Idempotency-Key header.');
+    }
+    const key = values.length === 1 ? parseKey(values[0]) : null;
+    if (key === null) {
+      return problem(res, 400, 'idempotency-key-invalid', 'Idempotency-Key is invalid', KEY_RULE);
+    }
+    const body = rawBodyOf(req);
+    if (body === null) {
+      return next(new TypeError('idempotency needs the raw request body: mount ' +
+        'express.json({ verify: keepRawBody }) or express.raw() before it'));
+    }
+    let claim;
+    try {
+      claim = claimKey(clientOf(req), key);
+    } catch (error) {
+      return next(error);
+    }
+    const contentType = req.headers['content-type'];
+    const fingerprint = requestFingerprint(req.method, req.originalUrl, body, contentType, canonicalJson);
+    const before = headerSnapshot(res);
+
+    let produced = null; // what the handler answered here
+    let propagated = false; // it threw or called next(err): Express's error handlers answer
+    let handBack; // passes that error on, once the key is given back
+    const handedBack = new Promise((resolve) => {
+      handBack = resolve;
+    });
+    const work = async (ctx) => {
+      req.idempotency = { key, attempt: ctx.attempt, signal: ctx.signal };
+      const held = capture(res, handedBack);
+      req[WATCHING] = held.fail;
+      next();
+      const result = await held.done;
+      delete req[WATCHING];
+      if (result.error !== undefined || !('status' in result)) {
+        propagated = true;
+        throw attemptFailed(className(result.error), retryAfterMs);
+      }
+      const { status, body: answer } = result;
+      produced = result;
+      if (retryServerErrors && status >= 500) throw attemptFailed(`HTTP ${status}`, retryAfterMs);
+      const headers = storedHeaders(res, before);
+      const full = encodeResponse({ status, headers, body: answer });
+      if (full.length <= maxResponseBytes) return full;
+      // Too large to keep: the key is settled all the same, with status and headers.
+      const partial = encodeResponse({ status, headers, body: null, bytes: answer.length });
+      if (partial.length <= maxResponseBytes) return partial;
+      return encodeResponse({ status, headers: [], body: null, bytes: answer.length });
+    };
+    const sendProduced = () => {
+      res.statusCode = produced.status;
+      res.removeHeader('content-length');
+      res.end(produced.body);
+    };
+
+    const started = Date.now();
+    try {
+      return await decide();
+    } finally {
+      handBack();
+    }
+
+    async function decide() {
+      try {
+        for (;;) {
+          const left = Math.max(0, waitMs - (Date.now() - started));
+          const outcome = await claims.run(namespace, claim, fingerprint, work, {
+            leaseMs,
+            waitMs: left,
+            retryAfterMs,
+          });
+          switch (outcome.decision) {
+            case Decision.CLAIMED:
+              if (propagated) return undefined;
+              if (produced) return sendProduced();
+              return problem(res, 500, 'idempotency-handler-not-run', 'The request was not handled',
+                'The handler could not be started; retry the request.');
+            case Decision.COMPLETED: {
+              const receipt = outcome.receipt;
+              if (receipt.response_pruned_at || receipt.response.length === 0) {
+                return problem(res, 422, 'idempotency-key-expired', 'Idempotency-Key is used up',
+                  'This key was used and its response is no longer kept; use a new key.');
+              }
+              const record = decodeResponse(receipt.response);
+              if (!record) {
+                return problem(res, 500, 'idempotency-response-unreadable',
+                  'Stored response cannot be replayed',
+                  'The stored response of this key is not one this middleware wrote.');
+              }
+              return sendReplay(res, record, docsUrl);
+            }
+            case Decision.IN_FLIGHT:
+              return problem(res, 409, 'idempotency-request-in-progress',
+                'A request with this Idempotency-Key is still being processed',
+                'Retry the request later; it will get the same response.',
+                { 'Retry-After': secondsUntil(outcome.receipt.lease_expires_at) });
+            case Decision.RETRY_SCHEDULED: {
+              // The last attempt failed before answering; the next may start at next_attempt_at.
+              const due = Math.max(0, (timestampMs(outcome.receipt.next_attempt_at) ?? 0) - Date.now());
+              if (due <= waitMs - (Date.now() - started)) {
+                await sleep(Math.max(due, 20));
+                continue;
+              }
+              return problem(res, 503, 'idempotency-retry-scheduled',
+                'The last attempt of this request failed',
+                'Retry the request later to run it again.',
+                { 'Retry-After': secondsUntil(outcome.receipt.next_attempt_at) });
+            }
+            case Decision.QUARANTINED:
+              return problem(res, 422, 'idempotency-key-expired', 'Idempotency-Key is used up',
+                'Every attempt of this request failed; use a new Idempotency-Key to try again.');
+            case Decision.CONFLICT:
+              return problem(res, 422, 'idempotency-key-reused', 'Idempotency-Key is already used',
+                'This key was used with a different request (another body, method or path); ' +
+                  'use a new key for a new request.');
+            default:
+              throw new Error(`unexpected decision ${outcome.decision}`);
+          }
+        }
+      } catch (error) {
+        if (propagated) return undefined; // the error went on to Express's error handlers
+        // The handler ran (settling it failed): its answer is real, so the client gets it.
+        if (produced) return sendProduced();
+        if (error instanceof ClaimdError) {
+          const busy = error.code === grpcStatus.UNAVAILABLE ||
+            error.code === grpcStatus.DEADLINE_EXCEEDED ||
+            error.code === grpcStatus.RESOURCE_EXHAUSTED;
+          if (busy) {
+            return problem(res, 503, 'idempotency-store-unavailable', 'Idempotency store unavailable',
+              `The idempotency store could not be asked (${error.codeName}); retry later.`,
+              { 'Retry-After': '1' });
+          }
+          return problem(res, 500, 'idempotency-store-error', 'Idempotency store error',
+            `The idempotency store refused the request (${error.codeName}).`);
+        }
+        return next(error);
+      }
+    }
+  };
+}
+
+module.exports = {
+  idempotency,
+  keepRawBody,
+  parseKey,
+  claimKey,
+  requestFingerprint,
+  canonicalJson: require('./lib/request-identity.js').canonicalJson,
+  encodeResponse,
+  decodeResponse,
+  REPLAYED,
+  DEFAULT_MAX_RESPONSE_BYTES,
+};
