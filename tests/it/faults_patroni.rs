@@ -73,16 +73,14 @@ fn window(
     (first, ended)
 }
 
-/// The history workload with 5 s leases. With the usual 1 s leases a few CLAIMED answers
-/// per round arrived after their lease had ended (the commit waited for the synchronous
-/// standby a new leader did not have yet), and once an attempt was granted to a Claim that
-/// then answered IN_FLIGHT (its lease ran out while it committed, and another caller took
-/// the receipt over). claimd now claims again before it answers, and answers UNAVAILABLE if
-/// the receipt was taken over meanwhile (`api::wait::claim_live`); three runs with 1 s
-/// leases then passed. The suite keeps 5 s until more runs say 1 s is steady.
+/// The history workload with its usual 1 s leases. With them, before `api::wait::claim_live`,
+/// a few CLAIMED answers per round arrived after their lease had ended (the commit waited for
+/// the synchronous standby a new leader did not have yet), and once an attempt was granted to
+/// a Claim that then answered IN_FLIGHT. claimd now claims again before it answers, and
+/// answers UNAVAILABLE when the receipt was taken over meanwhile or the lease is still short.
 fn workload() -> workload::Workload {
     workload::Workload {
-        lease: 5 * SECOND,
+        lease: SECOND,
         ..workload::Workload::default()
     }
 }
