@@ -20,12 +20,11 @@ import asyncio
 import collections
 import itertools
 import socket
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NoReturn
 
 import flask
 import uvicorn
@@ -139,7 +138,7 @@ def wsgi_app(target: str | None = None, *, block: bool = False, **options: Any) 
         return flask.Response(b"x" * BIG, mimetype="text/plain", headers={"x-order": str(n)})
 
     @app.post("/raise")
-    def boom() -> None:
+    def boom() -> NoReturn:
         _ran(request.headers.get("Idempotency-Key"))
         raise Boom("a secret the error must not carry")
 
@@ -182,7 +181,7 @@ def serve(kind: str, target: str | None = None, **options: Any) -> Iterator[str]
         thread = threading.Thread(target=wsgi.run, daemon=True)
         thread.start()
         try:
-            yield f"http://127.0.0.1:{wsgi.effective_port}"  # type: ignore[union-attr]
+            yield f"http://127.0.0.1:{wsgi.effective_port}"
         finally:
             wsgi.close()
 
@@ -203,9 +202,9 @@ def main() -> None:
     else:
         server = create_server(wsgi_app(block=args.block, lease=args.lease), host="127.0.0.1",
                                port=0, threads=4)
-        print(f"listening {server.effective_port}", flush=True)  # type: ignore[union-attr]
+        print(f"listening {server.effective_port}", flush=True)
         server.run()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

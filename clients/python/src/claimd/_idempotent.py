@@ -157,8 +157,8 @@ def idempotent(
     `claims`: a `Claims` for plain functions, an `AsyncClaims` for `async def` ones (or a
     function returning one, called on first use). `key(*args, **kwargs)` is the claim key
     (a str). `fingerprint(*args, **kwargs)` is given to `fingerprint_of`: the same key
-    with another fingerprint raises `Conflict`; without it, the fingerprint is the
-    function's qualified name. `lease`: the lease's length (None: the namespace's).
+    with another fingerprint raises `Conflict`; without it, calls are told apart by their
+    key only (every fingerprint is `fingerprint_of(b"")`). `lease`: the lease's length (None: the namespace's).
     `wait`: how long a call waits for another caller of the same key (default 10 s, at
     most 60; 0: raise `InFlight` at once). `serializer`: how return values are stored.
     """
@@ -166,7 +166,7 @@ def idempotent(
     waiting: Seconds = DEFAULT_WAIT if wait is None else wait
 
     def decorate(fn: F) -> F:
-        default_fp = fingerprint_of(f"{fn.__module__}.{fn.__qualname__}")
+        default_fp = fingerprint_of(b"")
         client: list[Claims | AsyncClaims] = []
 
         def source() -> Claims | AsyncClaims:
