@@ -153,6 +153,31 @@ def test_a_handler_that_raises_gives_the_key_back_and_its_error_is_only_the_type
     assert _apps.runs[key] == 1
 
 
+def test_retry_server_errors_gives_a_5xx_back_instead_of_storing_it(kind: str) -> None:
+    key = new_key()
+    with _apps.serve(kind, retry_server_errors=True) as base:
+        assert post(base, "/fail", key).status_code == 500
+        again = post(base, "/fail", key)
+    is_problem(again, 503, "idempotency-retry-scheduled")
+    assert int(again.headers["retry-after"]) >= 1
+    assert _apps.runs[key] == 1
+
+
+def test_a_request_still_running_after_the_wait_is_409_with_retry_after(kind: str) -> None:
+    key = new_key()
+    with _apps.serve(kind, wait=0) as base:
+        first = threading.Thread(target=lambda: post(base, "/orders?delay=3", key))
+        first.start()
+        while _apps.runs[key] == 0:  # until the first request's handler runs
+            threading.Event().wait(0.02)
+        busy = post(base, "/orders?delay=3", key)  # the same request: the query counts
+        first.join()
+    problem = is_problem(busy, 409, "idempotency-request-in-progress")
+    assert int(busy.headers["retry-after"]) >= 1
+    assert key not in str(problem)
+    assert _apps.runs[key] == 1
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -130,7 +130,7 @@ def parse_key(header: str) -> str | None:
 def claim_key(client: str, value: str) -> str:
     """The claim key: `<client or '-'> <key>` (client percent-encoded), or `sha256:<hex>`
     of it when over 512 bytes. Method and path are in the fingerprint instead."""
-    key = f"{quote(client or '-', safe=chr(33) + chr(39) + '()*-._~')} {value}"
+    key = quote(client or "-", safe="!'()*-._~") + " " + value
     if len(key.encode("utf-8")) <= MAX_CLAIM_KEY_BYTES:
         return key
     return "sha256:" + hashlib.sha256(key.encode("utf-8")).hexdigest()

@@ -137,7 +137,7 @@ class IdempotencyMiddleware:
         try:
             await self.app(scope, receive, capture)
         except BaseException as error:
-            if not done.is_set():
+            if not done.is_set() or not isinstance(error, Exception):
                 await _give_back(lease, error)
                 raise
             # It answered, then raised: the answer stands (stored below).
