@@ -183,7 +183,18 @@ def serve(kind: str, target: str | None = None, **options: Any) -> Iterator[str]
         try:
             yield f"http://127.0.0.1:{wsgi.effective_port}"
         finally:
-            wsgi.close()
+            # Closed from the server's own loop (its trigger), which then ends.
+            wsgi.trigger.pull_trigger(lambda: _close_all(wsgi))
+            thread.join()
+            wsgi.task_dispatcher.shutdown()
+
+
+def _close_all(wsgi: Any) -> None:
+    """Closes a waitress server's connections and itself (in its loop's thread)."""
+    for channel in list(wsgi._map.values()):
+        if channel is not wsgi and channel is not wsgi.trigger:
+            channel.close()
+    wsgi.close()
 
 
 def main() -> None:

@@ -18,6 +18,8 @@ import httpx
 import pytest
 
 import _apps
+import _settings
+from claimd import Claims
 
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_apps.py")
 
@@ -151,6 +153,9 @@ def test_a_handler_that_raises_gives_the_key_back_and_its_error_is_only_the_type
     assert int(again.headers["retry-after"]) >= 1
     assert "secret" not in str(problem) and key not in str(problem)
     assert _apps.runs[key] == 1
+    with Claims(**_settings.client_kwargs()) as claims:
+        receipt = claims.get(_apps.NAMESPACE, f"- {key}")  # the claim key: client and key
+    assert receipt.last_error == "Boom"
 
 
 def test_retry_server_errors_gives_a_5xx_back_instead_of_storing_it(kind: str) -> None:

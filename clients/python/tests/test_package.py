@@ -8,6 +8,8 @@ import importlib.metadata
 import importlib.resources
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,9 +42,6 @@ def test_only_grpcio_and_protobuf_are_required_at_run_time() -> None:
 
 
 def test_the_middleware_imports_no_framework() -> None:
-    import subprocess
-    import sys
-
     script = ("import sys, claimd.asgi, claimd.wsgi; "
               "print(sorted({'fastapi', 'starlette', 'flask', 'werkzeug', 'django'} "
               "& set(sys.modules)))")
