@@ -146,6 +146,24 @@ def test_a_permanent_error_quarantines_the_key(claims: Claims, key: str) -> None
     assert "secret" not in str(caught.value)
 
 
+def test_a_result_the_serializer_cannot_write_quarantines_the_key(
+    claims: Claims, key: str
+) -> None:
+    calls: list[str] = []
+
+    @claimd.idempotent(claims, NS, key=lambda k: k)
+    def odd(k: str) -> object:
+        calls.append(k)
+        return object()
+
+    with pytest.raises(TypeError):
+        odd(key)
+    with pytest.raises(claimd.Quarantined) as caught:
+        odd(key)
+    assert caught.value.last_error == "TypeError"
+    assert calls == [key]
+
+
 def test_a_result_too_large_to_store_settles_the_key_and_is_not_run_again(
     claims: Claims, key: str
 ) -> None:

@@ -364,6 +364,7 @@ const IDEMPOTENCY_CASES: &[&str] = &[
     "test_an_exception_retries_and_propagates_then_retry_scheduled",
     "test_a_permanent_error_quarantines_the_key",
     "test_a_result_too_large_to_store_settles_the_key_and_is_not_run_again",
+    "test_a_result_the_serializer_cannot_write_quarantines_the_key",
     "test_in_flight_after_the_wait_raises_in_flight",
     "test_claimd_down_raises_unavailable_and_the_function_is_not_run",
     "test_async_twenty_concurrent_calls_run_once_and_an_exception_retries",
@@ -389,6 +390,10 @@ const IDEMPOTENCY_CASES: &[&str] = &[
     "test_a_handler_that_raises_gives_the_key_back_and_its_error_is_only_the_type[wsgi]",
     "test_claimd_down_is_503_with_retry_after_and_the_handler_not_run[asgi]",
     "test_claimd_down_is_503_with_retry_after_and_the_handler_not_run[wsgi]",
+    "test_retry_server_errors_gives_a_5xx_back_instead_of_storing_it[asgi]",
+    "test_retry_server_errors_gives_a_5xx_back_instead_of_storing_it[wsgi]",
+    "test_a_request_still_running_after_the_wait_is_409_with_retry_after[asgi]",
+    "test_a_request_still_running_after_the_wait_is_409_with_retry_after[wsgi]",
 ];
 
 /// Cases of the runs on both stores besides: the heartbeat keeping a 1 s lease past 3 s,

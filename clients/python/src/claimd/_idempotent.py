@@ -11,7 +11,8 @@ Each call claims `key(*args, **kwargs)` in the namespace. CLAIMED: the function 
 with Complete and returned. COMPLETED: the stored value is returned and the function is
 not called. The function raising an Exception gives the key back with Retry (its error
 text: the exception's type name only), `PermanentError` quarantines it; the exception
-propagates. IN_FLIGHT (after `wait`), RETRY_SCHEDULED, QUARANTINED and CONFLICT raise
+propagates. A return value the serializer cannot write quarantines the key (the function
+ran; it must not run again) and the serializer's exception propagates. IN_FLIGHT (after `wait`), RETRY_SCHEDULED, QUARANTINED and CONFLICT raise
 `InFlight`, `RetryScheduled`, `Quarantined` and `Conflict` (all `NotClaimed`); a failed
 Claim raises its `ClaimdError` and the function is not called.
 
@@ -205,7 +206,12 @@ def idempotent(
                 finally:
                     _lease.reset(token)
                 try:
-                    await result.complete(stored(codec.dumps(value)))
+                    data = stored(codec.dumps(value))
+                except Exception as error:  # it ran, but its value cannot be stored
+                    await _give_back_async(result, PermanentError(), settle_error_text(error))
+                    raise
+                try:
+                    await result.complete(data)
                 except ClaimdError:
                     pass  # it ran: the caller gets its result (see the README)
                 return value
@@ -232,7 +238,12 @@ def idempotent(
             finally:
                 _lease.reset(token)
             try:
-                result.complete(stored(codec.dumps(value)))
+                data = stored(codec.dumps(value))
+            except Exception as error:  # it ran, but its value cannot be stored
+                _give_back(result, PermanentError(), settle_error_text(error))
+                raise
+            try:
+                result.complete(data)
             except ClaimdError:
                 pass  # it ran: the caller gets its result (see the README)
             return value
@@ -242,8 +253,9 @@ def idempotent(
     return decorate
 
 
-def _give_back(lease: Lease, error: BaseException) -> None:
-    """Retry (PermanentError: Quarantine) for an Exception; only stop for the rest."""
+def _give_back(lease: Lease, error: BaseException, text: str | None = None) -> None:
+    """Retry (PermanentError: Quarantine) for an Exception; only stop for the rest.
+    `text`: the error to store, if not the exception's type name."""
     if lease.settled:
         return
     if not isinstance(error, Exception) or lease.lost.is_set():
@@ -251,14 +263,16 @@ def _give_back(lease: Lease, error: BaseException) -> None:
         return
     try:
         if isinstance(error, PermanentError):
-            lease.quarantine(settle_error_text(error))
+            lease.quarantine(text or settle_error_text(error))
         else:
-            lease.retry(settle_error_text(error))
+            lease.retry(text or settle_error_text(error))
     except ClaimdError:
         lease.stop()  # the lease runs out; the function's exception propagates
 
 
-async def _give_back_async(lease: AsyncLease, error: BaseException) -> None:
+async def _give_back_async(
+    lease: AsyncLease, error: BaseException, text: str | None = None
+) -> None:
     """`_give_back` for an AsyncLease."""
     if lease.settled:
         return
@@ -267,8 +281,8 @@ async def _give_back_async(lease: AsyncLease, error: BaseException) -> None:
         return
     try:
         if isinstance(error, PermanentError):
-            await lease.quarantine(settle_error_text(error))
+            await lease.quarantine(text or settle_error_text(error))
         else:
-            await lease.retry(settle_error_text(error))
+            await lease.retry(text or settle_error_text(error))
     except ClaimdError:
         await lease.stop()
