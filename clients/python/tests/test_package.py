@@ -8,6 +8,8 @@ import importlib.metadata
 import importlib.resources
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,8 +34,20 @@ def test_the_package_version_is_the_proto_version() -> None:
 
 def test_only_grpcio_and_protobuf_are_required_at_run_time() -> None:
     requires = importlib.metadata.requires("claimd") or []
-    names = {re.split(r"[ ;<>=!~\[]", r, maxsplit=1)[0].lower() for r in requires}
+    names = {re.split(r"[ ;<>=!~\[]", r, maxsplit=1)[0].lower()
+             for r in requires if "extra ==" not in r}
     assert names == {"grpcio", "protobuf"}, requires
+    extras = set(importlib.metadata.metadata("claimd").get_all("Provides-Extra") or [])
+    assert extras == {"fastapi", "flask"}
+
+
+def test_the_middleware_imports_no_framework() -> None:
+    script = ("import sys, claimd.asgi, claimd.wsgi; "
+              "print(sorted({'fastapi', 'starlette', 'flask', 'werkzeug', 'django'} "
+              "& set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
 
 
 @pytest.mark.skipif(os.environ.get("CLAIMD_EXPECT_WHEEL") != "1", reason="run from a checkout")

@@ -4,16 +4,19 @@
 //!
 //! What is built and installed where:
 //! - a **build venv** with `clients/python/requirements-dev.txt` (build, hatchling, the pinned
-//!   grpcio-tools, pytest, mypy) and a **wheelhouse** of what the wheel and pytest install,
+//!   grpcio-tools, pytest, mypy, the frameworks of the middleware tests) and a
+//!   **wheelhouse** of what the wheel and the tests install (`TEST_DEPS`),
 //!   under `target/tmp/polyglot/clients-python`, made again only when `requirements-dev.txt`
 //!   or `pyproject.toml` change;
 //! - the **wheel and sdist** (`python -m build --no-isolation`), built again whenever any file
 //!   of the package changes (the stamp is a digest of all of them);
 //! - per test, a **fresh venv** without pip, into which the build venv's pip installs the
-//!   wheel and pytest from the wheelhouse only (`--no-index`): nothing of the checkout is
+//!   wheel and the test deps from the wheelhouse only (`--no-index`): nothing of the checkout is
 //!   importable there, and the suite checks that it runs against the installed wheel.
 //!
-//! The suite (`clients/python/tests`) runs whole against claimd on the embedded store and
+//! The suite (`clients/python/tests`, with the `claimd.idempotent` decorator and the ASGI
+//! and WSGI Idempotency-Key middleware under FastAPI/uvicorn and Flask/waitress over real
+//! HTTP) runs whole against claimd on the embedded store and
 //! on PostgreSQL, and without its `slow` cases (lease timing: heartbeats, takeovers, due
 //! retries) with an API key (`Live::embedded_with_key`) and over mutual TLS (the test PKI
 //! of `common::certs`). Besides: the committed stubs against a fresh generation from
@@ -109,6 +112,15 @@ fn digest(files: &[PathBuf]) -> String {
     format!("{:016x} over {} files\n", hasher.finish(), files.len())
 }
 
+/// What the suite needs besides the wheel: pytest, and the frameworks, servers and HTTP
+/// client of the middleware tests (each pinned in requirements-dev.txt).
+const TEST_DEPS: &[&str] = &["pytest", "fastapi", "uvicorn", "flask", "waitress", "httpx"];
+
+/// `TEST_DEPS` as pinned, `name==version` each.
+fn test_deps() -> Vec<String> {
+    TEST_DEPS.iter().map(|name| pinned(name)).collect()
+}
+
 /// The one pinned version of `name` in requirements-dev.txt, as `name==version`.
 fn pinned(name: &str) -> String {
     let path = package().join("requirements-dev.txt");
@@ -169,13 +181,13 @@ fn build_venv() -> &'static Path {
         let inputs = [requirements.clone(), package().join("pyproject.toml")];
         cached("wheelhouse", &digest(&inputs), || {
             let _ = fs::remove_dir_all(&wheelhouse);
-            // The package's dependencies as its metadata states them, and pytest.
+            // The package's dependencies as its metadata states them, and the test deps.
             tools::run(
                 pip()
                     .args(["download", "--no-build-isolation", "--dest"])
                     .arg(&wheelhouse)
                     .arg(package())
-                    .arg(pinned("pytest")),
+                    .args(test_deps()),
                 "pip download (the wheelhouse)",
             );
         });
@@ -221,7 +233,7 @@ fn dist() -> &'static Dist {
     })
 }
 
-/// A fresh venv holding the wheel, its dependencies and pytest, nothing else.
+/// A fresh venv holding the wheel, its dependencies and the test deps, nothing else.
 struct FreshVenv {
     dir: tempfile::TempDir,
 }
@@ -249,7 +261,7 @@ impl FreshVenv {
                 .args(["--no-index", "--no-compile", "--find-links"])
                 .arg(home().join("wheelhouse"))
                 .arg(&dist.wheel)
-                .arg(pinned("pytest")),
+                .args(test_deps()),
             "pip install the wheel into the fresh venv",
         );
         FreshVenv { dir }
@@ -344,6 +356,46 @@ const QUICK_CASES: &[&str] = &[
     "test_the_suite_runs_against_the_installed_wheel_not_the_checkout",
 ];
 
+/// The decorator and the Idempotency-Key middleware (FastAPI under uvicorn, Flask under
+/// waitress, each over real HTTP): every run passes them, on every claimd.
+const IDEMPOTENCY_CASES: &[&str] = &[
+    "test_twenty_concurrent_calls_run_the_function_once_and_return_one_value",
+    "test_a_duplicate_returns_the_stored_value_and_other_arguments_are_a_conflict",
+    "test_an_exception_retries_and_propagates_then_retry_scheduled",
+    "test_a_permanent_error_quarantines_the_key",
+    "test_a_result_too_large_to_store_settles_the_key_and_is_not_run_again",
+    "test_a_result_the_serializer_cannot_write_quarantines_the_key",
+    "test_in_flight_after_the_wait_raises_in_flight",
+    "test_claimd_down_raises_unavailable_and_the_function_is_not_run",
+    "test_async_twenty_concurrent_calls_run_once_and_an_exception_retries",
+    "test_async_claims_made_on_first_use_and_in_flight",
+    "test_a_str_fingerprint_is_refused_naming_the_field",
+    "test_twenty_concurrent_retries_run_the_handler_once_and_all_get_one_response[asgi]",
+    "test_twenty_concurrent_retries_run_the_handler_once_and_all_get_one_response[wsgi]",
+    "test_a_5xx_response_is_stored_and_replayed_and_the_handler_not_run_again[asgi]",
+    "test_a_5xx_response_is_stored_and_replayed_and_the_handler_not_run_again[wsgi]",
+    "test_an_oversized_response_settles_the_key_and_the_handler_is_not_run_again[asgi]",
+    "test_an_oversized_response_settles_the_key_and_the_handler_is_not_run_again[wsgi]",
+    "test_another_body_with_the_same_key_is_422[asgi]",
+    "test_another_body_with_the_same_key_is_422[wsgi]",
+    "test_the_same_key_on_another_route_is_422[asgi]",
+    "test_the_same_key_on_another_route_is_422[wsgi]",
+    "test_canonical_json_bodies_are_one_request_not_a_conflict[asgi]",
+    "test_canonical_json_bodies_are_one_request_not_a_conflict[wsgi]",
+    "test_bare_and_quoted_keys_are_accepted[asgi-dGVzdA==]",
+    "test_bare_and_quoted_keys_are_accepted[wsgi-order@123]",
+    "test_a_missing_key_is_400_and_a_malformed_one_too[asgi]",
+    "test_a_missing_key_is_400_and_a_malformed_one_too[wsgi]",
+    "test_a_handler_that_raises_gives_the_key_back_and_its_error_is_only_the_type[asgi]",
+    "test_a_handler_that_raises_gives_the_key_back_and_its_error_is_only_the_type[wsgi]",
+    "test_claimd_down_is_503_with_retry_after_and_the_handler_not_run[asgi]",
+    "test_claimd_down_is_503_with_retry_after_and_the_handler_not_run[wsgi]",
+    "test_retry_server_errors_gives_a_5xx_back_instead_of_storing_it[asgi]",
+    "test_retry_server_errors_gives_a_5xx_back_instead_of_storing_it[wsgi]",
+    "test_a_request_still_running_after_the_wait_is_409_with_retry_after[asgi]",
+    "test_a_request_still_running_after_the_wait_is_409_with_retry_after[wsgi]",
+];
+
 /// Cases of the runs on both stores besides: the heartbeat keeping a 1 s lease past 3 s,
 /// takeovers reported through `lost`, a retry claimed again when due.
 const SLOW_CASES: &[&str] = &[
@@ -355,6 +407,9 @@ const SLOW_CASES: &[&str] = &[
     "test_async_retry_is_scheduled_then_claimed_and_quarantine_answers_quarantined",
     "test_the_async_heartbeat_keeps_a_one_second_lease_alive_past_three_seconds",
     "test_an_async_holder_whose_loop_stalled_learns_of_the_takeover_through_lost",
+    "test_a_holder_that_dies_mid_call_is_taken_over",
+    "test_a_holder_that_dies_mid_request_is_taken_over_by_a_retry[asgi]",
+    "test_a_holder_that_dies_mid_request_is_taken_over_by_a_retry[wsgi]",
 ];
 
 /// The whole suite, the wheel installed into a fresh venv, against claimd on SQLite.
@@ -363,6 +418,7 @@ async fn the_installed_wheel_passes_its_suite_against_claimd_on_the_embedded_sto
     let live = tools::Live::embedded().await;
     let output = suite(&live, Cases::All, vec![]).await;
     assert_passed(&output, QUICK_CASES);
+    assert_passed(&output, IDEMPOTENCY_CASES);
     assert_passed(&output, SLOW_CASES);
 }
 
@@ -372,6 +428,7 @@ async fn the_installed_wheel_passes_its_suite_against_claimd_on_postgresql() {
     let live = tools::Live::postgres().await;
     let output = suite(&live, Cases::All, vec![]).await;
     assert_passed(&output, QUICK_CASES);
+    assert_passed(&output, IDEMPOTENCY_CASES);
     assert_passed(&output, SLOW_CASES);
 }
 
@@ -382,6 +439,7 @@ async fn the_installed_wheel_sends_its_api_key_and_passes_its_suite_against_a_cl
     let (live, key) = tools::Live::embedded_with_key(|_| {}).await;
     let output = suite(&live, Cases::Quick, vec![("CLAIMD_API_KEY", key.into())]).await;
     assert_passed(&output, QUICK_CASES);
+    assert_passed(&output, IDEMPOTENCY_CASES);
     assert_passed(
         &output,
         &[
@@ -412,6 +470,7 @@ async fn the_installed_wheel_passes_its_suite_over_mutual_tls() {
     ];
     let output = suite(&live, Cases::Quick, env).await;
     assert_passed(&output, QUICK_CASES);
+    assert_passed(&output, IDEMPOTENCY_CASES);
     assert_passed(
         &output,
         &[
@@ -484,6 +543,11 @@ fn the_wheel_holds_the_typed_package_and_the_sdist_also_its_tests_and_tools() {
         "claimd/py.typed",
         "claimd/_sync.py",
         "claimd/_aio.py",
+        "claimd/asgi.py",
+        "claimd/wsgi.py",
+        "claimd/_http.py",
+        "claimd/_idempotent.py",
+        "claimd/_fingerprint.py",
         "claimd/v1/claims_pb2.py",
         "claimd/v1/claims_pb2.pyi",
         "claimd/v1/claims_pb2_grpc.py",
@@ -510,6 +574,8 @@ fn the_wheel_holds_the_typed_package_and_the_sdist_also_its_tests_and_tools() {
         "src/claimd/v1/claims_pb2.py",
         "tests/test_sync.py",
         "tests/test_async.py",
+        "tests/test_http.py",
+        "tests/test_idempotent.py",
     ] {
         let name = format!("{root}{expected}");
         assert!(sdist.contains(&name), "the sdist lacks {name}: {sdist:?}");

@@ -10,14 +10,27 @@
         else:
             print(result.decision.name)    # IN_FLIGHT, COMPLETED (result.response), ...
 
-`AsyncClaims` is the same on asyncio. Failed calls raise `ClaimdError`. The generated
+`AsyncClaims` is the same on asyncio. Failed calls raise `ClaimdError`. `idempotent` is a
+decorator that runs a function once per key; `claimd.asgi` and `claimd.wsgi` hold the
+Idempotency-Key middleware for HTTP APIs. The generated
 messages and stub are `claimd.v1.claims_pb2` and `claimd.v1.claims_pb2_grpc`; the
 package's version is the version of the proto it was generated from (proto/VERSION).
 """
 
 from claimd._aio import AsyncClaims, AsyncLease
 from claimd._common import TLS, Answer, Decision, OrphanReason, State
-from claimd._errors import ClaimdError, FieldViolation
+from claimd._errors import (
+    ClaimdError,
+    Conflict,
+    FieldViolation,
+    InFlight,
+    NotClaimed,
+    PermanentError,
+    Quarantined,
+    RetryScheduled,
+)
+from claimd._fingerprint import canonical_json, fingerprint_of
+from claimd._idempotent import Serializer, current_async_lease, current_lease, idempotent
 from claimd._sync import Claims, Lease
 from claimd.v1.claims_pb2 import Orphan, Receipt
 
@@ -30,12 +43,24 @@ __all__ = [
     "AsyncLease",
     "ClaimdError",
     "Claims",
+    "Conflict",
     "Decision",
     "FieldViolation",
+    "InFlight",
     "Lease",
+    "NotClaimed",
     "Orphan",
     "OrphanReason",
+    "PermanentError",
+    "Quarantined",
     "Receipt",
+    "RetryScheduled",
+    "Serializer",
     "State",
     "__version__",
+    "canonical_json",
+    "current_async_lease",
+    "current_lease",
+    "fingerprint_of",
+    "idempotent",
 ]

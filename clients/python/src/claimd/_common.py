@@ -40,7 +40,17 @@ LOST_CODES = frozenset(
 )
 
 
-class Decision(enum.IntEnum):
+class _Named(enum.IntEnum):
+    """An IntEnum shown by its name in messages and f-strings (`IN_FLIGHT`, not `2`)."""
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __format__(self, spec: str) -> str:
+        return format(self.name, spec)
+
+
+class Decision(_Named):
     """The answer to a Claim; the numbers are claimd.v1.Decision's."""
 
     CLAIMED = claims_pb2.DECISION_CLAIMED
@@ -57,7 +67,7 @@ class Decision(enum.IntEnum):
     """The key is known with another fingerprint: a different event under the same key."""
 
 
-class State(enum.IntEnum):
+class State(_Named):
     """The durable state of a receipt (`Receipt.state`); the numbers are claimd.v1.State's."""
 
     PROCESSING = claims_pb2.STATE_PROCESSING
@@ -66,7 +76,7 @@ class State(enum.IntEnum):
     QUARANTINED = claims_pb2.STATE_QUARANTINED
 
 
-class OrphanReason(enum.IntEnum):
+class OrphanReason(_Named):
     """Why ListOrphaned lists a receipt (`Orphan.reason`)."""
 
     LEASE_EXPIRED = claims_pb2.ORPHAN_REASON_LEASE_EXPIRED
@@ -187,7 +197,12 @@ def claim_request(
     delivery_attempt: int,
     wait: Seconds | None,
 ) -> claims_pb2.ClaimRequest:
-    """The ClaimRequest for `Claims.claim`'s arguments."""
+    """The ClaimRequest for `Claims.claim`'s arguments; TypeError naming the field for a
+    `str` where bytes belong (a fingerprint is a digest: `claimd.fingerprint_of(body)`)."""
+    for name, value in (("fingerprint", fingerprint), ("recovery_payload", recovery_payload)):
+        if not isinstance(value, bytes):
+            hint = " (claimd.fingerprint_of(value) makes one)" if name == "fingerprint" else ""
+            raise TypeError(f"{name} must be bytes{hint}, not {type(value).__name__}")
     request = claims_pb2.ClaimRequest(
         namespace=namespace,
         key=key,

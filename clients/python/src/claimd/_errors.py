@@ -1,4 +1,7 @@
-"""`ClaimdError`, the one exception the client raises for a failed call.
+"""`ClaimdError`, the one exception the client raises for a failed call; and the
+exceptions of `claimd.idempotent`: `NotClaimed` (`InFlight`, `RetryScheduled`,
+`Quarantined`, `Conflict`) when claimd did not let the function run, and
+`PermanentError`, which a function raises to quarantine its key.
 
 It carries the gRPC status code, claimd's message and, for INVALID_ARGUMENT, the request
 fields claimd named in its `google.rpc.BadRequest` detail. That detail travels in the
@@ -12,13 +15,16 @@ and this module adds none: a `ClaimdError` is safe to log.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import grpc
 from google.protobuf.message import DecodeError
 
+from claimd._common import Decision
 from claimd._rpc import status_pb2
+from claimd.v1 import claims_pb2
 
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
 BAD_REQUEST_TYPE = "google.rpc.BadRequest"
@@ -104,3 +110,63 @@ def field_violations(metadata: Iterable[Any] | None) -> tuple[FieldViolation, ..
         except DecodeError:
             return ()
     return tuple(violations)
+
+
+class NotClaimed(Exception):
+    """`claimd.idempotent` did not run the function: claimd answered `decision` (see the
+    subclasses) and `receipt`. The message names the decision, never the key."""
+
+    def __init__(self, decision: Decision, receipt: claims_pb2.Receipt, message: str) -> None:
+        self.decision = decision
+        self.receipt = receipt
+        super().__init__(message)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.decision.name}, attempt={self.receipt.attempt})"
+
+
+def _when(timestamp: Any, present: bool) -> datetime.datetime | None:
+    return timestamp.ToDatetime(tzinfo=datetime.timezone.utc) if present else None
+
+
+class InFlight(NotClaimed):
+    """Another caller holds the key's lease (after `wait`); `lease_expires_at` (UTC) is
+    when it runs out unless renewed."""
+
+    def __init__(self, receipt: claims_pb2.Receipt) -> None:
+        self.lease_expires_at = _when(receipt.lease_expires_at, receipt.HasField("lease_expires_at"))
+        super().__init__(Decision.IN_FLIGHT, receipt,
+                         "IN_FLIGHT: another caller is running this call now")
+
+
+class RetryScheduled(NotClaimed):
+    """The last attempt failed; the next may start at `next_attempt_at` (UTC)."""
+
+    def __init__(self, receipt: claims_pb2.Receipt) -> None:
+        self.next_attempt_at = _when(receipt.next_attempt_at, receipt.HasField("next_attempt_at"))
+        when = f" at {self.next_attempt_at.isoformat()}" if self.next_attempt_at else ""
+        super().__init__(Decision.RETRY_SCHEDULED, receipt,
+                         f"RETRY_SCHEDULED: the last attempt failed; the next may start{when}")
+
+
+class Quarantined(NotClaimed):
+    """The key is a dead letter: every attempt failed, or one raised PermanentError.
+    `last_error` is what the last one stored (an exception's type name)."""
+
+    def __init__(self, receipt: claims_pb2.Receipt) -> None:
+        self.last_error = receipt.last_error
+        super().__init__(Decision.QUARANTINED, receipt,
+                         f"QUARANTINED: this call is used up (last error: {receipt.last_error})")
+
+
+class Conflict(NotClaimed):
+    """The key was used with another fingerprint: a different call under the same key."""
+
+    def __init__(self, receipt: claims_pb2.Receipt) -> None:
+        super().__init__(Decision.CONFLICT, receipt,
+                         "CONFLICT: this key was used with other arguments")
+
+
+class PermanentError(Exception):
+    """Raised by a function under `claimd.idempotent`: a failure retrying cannot fix, so
+    the key is quarantined (a dead letter) rather than retried. It propagates as raised."""
