@@ -38,7 +38,7 @@ MAX_RESPONSE_BYTES = 65_536
 MAX_CLAIM_KEY_BYTES = 512
 MAX_KEY_CHARS = 255
 MAX_WAIT = 60.0
-DEFAULT_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+DEFAULT_METHODS = ("POST", "PATCH")
 STORED, NOT_STORED = b"IDK1", b"IDKN"
 #: Response headers never stored: hop-by-hop, recomputed, credentials, the replay mark.
 UNSTORED = frozenset({

@@ -5,8 +5,8 @@ header on claimd, pure ASGI (no framework import).
     app.add_middleware(IdempotencyMiddleware, claims=lambda: AsyncClaims(target),
                        namespace="orders-api", client_of=lambda scope: tenant_of(scope))
 
-A covered request (POST, PUT, PATCH, DELETE by default; `paths` prefixes) needs the
-header. The first request with a key runs the app, whose whole response is captured,
+A covered request (POST and PATCH by default, the methods HTTP does not make idempotent;
+`paths` prefixes) needs the header. The first request with a key runs the app, whose whole response is captured,
 stored with Complete (every status: 2xx, 4xx and 5xx) and then sent; every retry gets it
 replayed with `Idempotent-Replayed: true` and the app does not run again. The app raising
 before its response gives the key back with Retry (the exception's type name) and the
