@@ -90,7 +90,8 @@ impl Job {
 /// After a statement failed for the whole batch: the jobs run again, each alone and
 /// [`ALONE_AT_ONCE`] at a time, so the others are not failed by one of them and the pool
 /// is not asked for a connection per job at once. A job that already ran alone is answered
-/// with the error — [`StoreError::Unsure`] if its write may have committed — and so is a
+/// with the error — [`StoreError::Unsure`] for an unavailable database if its write may
+/// have committed — and so is a
 /// job alone in its batch unless its write may have committed: that one reads its row once
 /// more, so a write that landed is answered as written and not as an error that says
 /// nothing changed (nor, for a Claim, decided again on its own lease).
@@ -102,8 +103,10 @@ pub(super) async fn alone<D: Driver>(
 ) {
     if jobs.len() == 1 && jobs.iter().all(|j| j.alone || j.landed.is_none()) {
         if let Some(job) = jobs.pop() {
+            // Only a lost answer leaves the outcome open: a full disk, a read-only server or
+            // a deadline refused the write and say so.
             let e = match &job.landed {
-                Some(landed) if !matches!(e, StoreError::Unsure(_)) => {
+                Some(landed) if matches!(e, StoreError::Unavailable(_)) => {
                     tracing::debug!(error = %e, "a write's outcome is not known");
                     landed.unsure()
                 }
