@@ -22,6 +22,7 @@ const {
   keepRawBody,
   claimKey,
   requestFingerprint,
+  encodeResponse,
   decodeResponse,
   REPLAYED,
 } = require('@claimd/client/express');
@@ -121,6 +122,26 @@ function assertProblem(answer, expected, code) {
   assert.equal(typeof problem.title, 'string');
   return problem;
 }
+
+// A response as the Python package's middleware stores it (clients/python's tests hold the
+// same bytes): either package replays what the other stored.
+const PYTHON_STORED = Buffer.from(
+  '49444b3200c90000020c636f6e74656e742d7479706500106170706c69636174696f6e2f6a736f6e07782d6f726465720001377b226964223a377d',
+  'hex',
+);
+const PYTHON_NOT_STORED = Buffer.from('49444b3200c901000107782d6f726465720001370000000000011170', 'hex');
+
+test('stored responses are the bytes the Python middleware stores', () => {
+  const headers = [['content-type', 'application/json'], ['x-order', '7']];
+  const body = Buffer.from('{"id":7}');
+  assert.deepEqual(encodeResponse({ status: 201, headers, body }), PYTHON_STORED);
+  assert.deepEqual(decodeResponse(PYTHON_STORED), { status: 201, headers, body, bytes: 8 });
+  const notStored = encodeResponse({ status: 201, headers: [['x-order', '7']], body: null, bytes: 70_000 });
+  assert.deepEqual(notStored, PYTHON_NOT_STORED);
+  assert.deepEqual(decodeResponse(PYTHON_NOT_STORED), {
+    status: 201, headers: [['x-order', '7']], body: null, bytes: 70_000,
+  });
+});
 
 test('20 concurrent retries of one POST run the handler once; all get its response', async () => {
   const tenant = uniqueTenant('concurrent');

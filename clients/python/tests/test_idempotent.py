@@ -315,6 +315,25 @@ def test_async_claims_made_on_first_use_and_in_flight(key: str) -> None:
     asyncio.run(main())
 
 
+#: A response as @claimd/client/express stores it (clients/node's tests hold the same
+#: bytes): either package replays what the other stored.
+EXPRESS_STORED = bytes.fromhex(
+    "49444b3200c90000020c636f6e74656e742d7479706500106170706c69636174696f6e2f6a736f6e"
+    "07782d6f726465720001377b226964223a377d"
+)
+EXPRESS_NOT_STORED = bytes.fromhex("49444b3200c901000107782d6f726465720001370000000000011170")
+
+
+def test_stored_responses_are_the_bytes_the_express_middleware_stores() -> None:
+    from claimd import _http
+
+    headers = [("content-type", "application/json"), ("x-order", "7")]
+    assert _http.encode(201, headers, b'{"id":7}', 65_536) == EXPRESS_STORED
+    assert _http.decode(EXPRESS_STORED) == (201, headers, b'{"id":7}', 8)
+    assert _http.encode(201, [("x-order", "7")], b"x" * 70_000, 1_024) == EXPRESS_NOT_STORED
+    assert _http.decode(EXPRESS_NOT_STORED) == (201, [("x-order", "7")], None, 70_000)
+
+
 def test_fingerprint_of_is_canonical_for_json_and_plain_for_bytes_and_str() -> None:
     assert len(claimd.fingerprint_of(b"abc")) == 32
     assert claimd.fingerprint_of(b"abc") == claimd.fingerprint_of("abc")

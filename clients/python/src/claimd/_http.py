@@ -3,11 +3,12 @@ the options, parsing the header, the claim key, the request fingerprint, encodin
 response for claimd and reading it back, and the HTTP answer to each decision
 (application/problem+json).
 
-A stored response is `IDK1`, the status (u16), the number of headers (u16), each header as
-name length (u8), lowercase name, value length (u16) and value (latin-1), then the body
-(the format of examples/node). A response whose encoding is over the limit is stored as
-`IDKN`, the status and headers the same way, then the body's length (u64): retries get
-the status and headers with a problem body saying the body was not kept.
+A stored response is `IDK2`, the status (u16), flags (u8; 1 = the body was too large to
+keep), the number of headers (u16), each header as name length (u8), lowercase name,
+value length (u16) and value (latin-1); then the body, or, when it was not kept, its
+length (u64): retries get the status and headers with a problem body saying the body was
+not kept. The same bytes as `@claimd/client/express` writes, so either package replays
+the other's.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ MAX_CLAIM_KEY_BYTES = 512
 MAX_KEY_CHARS = 255
 MAX_WAIT = 60.0
 DEFAULT_METHODS = ("POST", "PATCH")
-STORED, NOT_STORED = b"IDK1", b"IDKN"
+MAGIC = b"IDK2"
+BODY_NOT_STORED = 1
 #: Response headers never stored: hop-by-hop, recomputed, credentials, the replay mark.
 UNSTORED = frozenset({
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization",
@@ -171,8 +173,8 @@ def safe_headers(headers: Iterable[tuple[str, str]]) -> Headers:
     return [(n.lower(), v) for n, v in headers if n.lower() not in UNSTORED]
 
 
-def _head(magic: bytes, status: int, headers: Sequence[tuple[str, str]]) -> bytes:
-    parts = [magic, struct.pack(">HH", status, len(headers))]
+def _head(status: int, flags: int, headers: Sequence[tuple[str, str]]) -> bytes:
+    parts = [MAGIC, struct.pack(">HBH", status, flags, len(headers))]
     for name, value in headers:
         n, v = name.lower().encode("latin-1"), value.encode("latin-1")
         if len(n) > 0xFF or len(v) > 0xFFFF:
@@ -182,30 +184,36 @@ def _head(magic: bytes, status: int, headers: Sequence[tuple[str, str]]) -> byte
 
 
 def encode(status: int, headers: Headers, body: bytes, limit: int) -> bytes:
-    """The stored form of a response; `IDKN` with the body's length when over `limit`."""
-    head = _head(STORED, status, headers)
+    """The stored form of a response; its body's length alone when over `limit`."""
+    head = _head(status, 0, headers)
     if len(head) + len(body) <= limit:
         return head + body
-    return _head(NOT_STORED, status, headers) + struct.pack(">Q", len(body))
+    return _head(status, BODY_NOT_STORED, headers) + struct.pack(">Q", len(body))
 
 
 def decode(data: bytes) -> tuple[int, Headers, bytes | None, int] | None:
     """(status, headers, body or None when not stored, body length) of a stored response;
-    None for bytes this module did not write."""
-    if len(data) < 8 or data[:4] not in (STORED, NOT_STORED):
+    None for bytes this format does not describe."""
+    if len(data) < 9 or data[:4] != MAGIC:
         return None
-    status, count = struct.unpack_from(">HH", data, 4)
-    at, headers = 8, []
+    status, flags, count = struct.unpack_from(">HBH", data, 4)
+    at, headers = 9, []
     try:
         for _ in range(count):
             (n,) = struct.unpack_from(">B", data, at)
             name = data[at + 1:at + 1 + n].decode("latin-1")
             (v,) = struct.unpack_from(">H", data, at + 1 + n)
             start = at + 3 + n
+            if start + v > len(data):
+                return None
             headers.append((name, data[start:start + v].decode("latin-1")))
             at = start + v
-        if data[:4] == STORED:
+        if not 100 <= status <= 999:
+            return None
+        if not flags & BODY_NOT_STORED:
             return status, headers, data[at:], len(data) - at
+        if at + 8 != len(data):
+            return None
         (length,) = struct.unpack_from(">Q", data, at)
     except struct.error:
         return None
