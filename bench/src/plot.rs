@@ -66,13 +66,7 @@ pub fn draw(path: &Path, rows: &[Row], font: Option<&Path>) -> anyhow::Result<()
             r.p99_ms
         })?;
         if costs {
-            let measured = |rows: &[&Row]| -> Vec<&Row> {
-                rows.iter()
-                    .copied()
-                    .filter(|r| r.pg_cpu_us.is_some())
-                    .collect()
-            };
-            let (claimd, sql) = (measured(&claimd), measured(&sql));
+            let (claimd, sql) = (with_pg_cpu(&claimd), with_pg_cpu(&sql));
             panel(
                 &panels[at + 2],
                 &title,
@@ -85,6 +79,14 @@ pub fn draw(path: &Path, rows: &[Row], font: Option<&Path>) -> anyhow::Result<()
     }
     root.present().map_err(|e| anyhow!("{e}"))?;
     Ok(())
+}
+
+/// The rows where PostgreSQL's CPU was measured.
+fn with_pg_cpu<'a>(rows: &[&'a Row]) -> Vec<&'a Row> {
+    rows.iter()
+        .copied()
+        .filter(|r| r.pg_cpu_us.is_some())
+        .collect()
 }
 
 /// One panel: `value` of claimd's and SQL's rows against callers.
