@@ -11,8 +11,8 @@ use std::path::PathBuf;
 /// gRPC and one drives the SQL baseline (table `bench_receipts`, same PostgreSQL database),
 /// alternating which goes first. Callers run a closed loop, one tokio task each; claimd's
 /// callers share one gRPC channel (HTTP/2 connection) per `--callers-per-channel` (16) of
-/// them; the SQL callers share a pool of min(callers, --pool-cap) connections, and claimd
-/// (when started here) gets the same `--db-pool-size`. Every answer is checked against the
+/// them; the SQL callers share min(callers, --pool-cap) connections (see --sql-driver),
+/// and claimd (when started here) gets a pool of as many (`--db-pool-size`). Every answer is checked against the
 /// contract; a wrong one is counted, printed (the first few) and makes the exit status 1
 /// (2: the run itself failed).
 ///
@@ -20,8 +20,11 @@ use std::path::PathBuf;
 /// `INSERT … ON CONFLICT DO NOTHING` (plus one `SELECT` on a conflict) for new, duplicate
 /// and inflight; `ON CONFLICT DO UPDATE … WHERE` the lease ran out or the retry is due for
 /// takeover and mixed; a token-fenced `UPDATE` for Complete and Retry. It seals nothing
-/// and keeps no attempt budget. The bench, claimd and (usually) PostgreSQL share the
-/// machine's cores: compare sides of one run, not runs of different machines.
+/// and keeps no attempt budget. Around each round the bench also reads what PostgreSQL
+/// spent (when it runs on this machine): CPU of the postmaster's processes, WAL bytes,
+/// write transactions and flushes of the data directory's disk, each per cycle. The bench,
+/// claimd and (usually) PostgreSQL share the machine's cores: compare sides of one run,
+/// not runs of different machines.
 #[derive(Parser, Debug)]
 #[command(name = "claimd-bench", version)]
 pub struct Args {
@@ -74,6 +77,14 @@ pub struct Args {
     /// few.
     #[arg(long, default_value_t = 64)]
     pub pool_cap: usize,
+
+    /// The SQL baseline's client. `lean` (default): tokio-postgres, one connection per
+    /// caller up to --pool-cap (callers share them round-robin beyond it; statements
+    /// pipeline), every statement prepared once per connection, no pool, no ping.
+    /// `sqlx-pinged`: the baseline of runs before issue 30, an sqlx pool with its default
+    /// ping before every statement.
+    #[arg(long, value_enum, default_value_t = SqlDriver::Lean)]
+    pub sql_driver: SqlDriver,
 
     /// claimd callers sharing one gRPC channel (one HTTP/2 connection), as an application
     /// would share a client among request handlers.
@@ -139,6 +150,25 @@ impl StoreKind {
         match self {
             StoreKind::Postgres => "postgres",
             StoreKind::Sqlite => "sqlite",
+        }
+    }
+}
+
+/// The SQL baseline's client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SqlDriver {
+    /// tokio-postgres: a connection per caller, prepared statements, no ping.
+    Lean,
+    /// An sqlx pool with its ping per acquire (the baseline before issue 30).
+    SqlxPinged,
+}
+
+impl SqlDriver {
+    /// The name on the command line and in the report.
+    pub fn label(self) -> &'static str {
+        match self {
+            SqlDriver::Lean => "lean",
+            SqlDriver::SqlxPinged => "sqlx-pinged",
         }
     }
 }

@@ -1,5 +1,5 @@
-//! The bench's own statements on the databases, outside the timed calls: the WAL position
-//! of PostgreSQL around each round, the SQL baseline's table, and `--prefill` (completed
+//! The bench's own statements on the databases, outside the timed calls: PostgreSQL's
+//! counters around each round ([`Pg::costs`]), the SQL baseline's table, and `--prefill` (completed
 //! receipts under keys `prefill-<n>` written straight into claimd's `receipts`, matching
 //! migrations/postgres and migrations/sqlite with NULL sealed columns and a random 16-byte
 //! `life_id`, and into `bench_receipts`; rows already there are kept).
@@ -51,22 +51,91 @@ fn prefilled(n: u64, count: i64, table: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A small pool for the bench's own PostgreSQL statements.
+/// A small pool for the bench's own PostgreSQL statements, and where PostgreSQL's costs
+/// are read when it runs on this machine.
 pub struct Pg {
     pool: PgPool,
+    /// The postmaster's pid, if its processes are visible in this machine's `/proc`.
+    postmaster: Option<u32>,
+    /// The block device under the data directory, if readable and listed in
+    /// `/proc/diskstats`.
+    device: Option<(u64, u64)>,
+}
+
+/// PostgreSQL's counters at one moment; see [`Pg::costs`]. Each is `None` where it cannot
+/// be read.
+#[derive(Debug, Clone, Copy)]
+pub struct PgCosts {
+    /// WAL insert position, bytes since the start.
+    pub wal: i64,
+    /// The next transaction id: its difference counts the transactions that wrote (each
+    /// writes a commit record and, with synchronous_commit on, waits for its WAL flush);
+    /// read-only statements get no id.
+    pub next_xid: i64,
+    /// CPU seconds of the postmaster's process tree.
+    pub cpu: Option<f64>,
+    /// Flush requests completed by the data directory's disk.
+    pub flushes: Option<u64>,
 }
 
 impl Pg {
-    /// Connects to `url`.
+    /// Connects to `url`, and finds the postmaster (the parent of this connection's
+    /// backend) and the data directory's disk when PostgreSQL runs here.
     pub async fn connect(url: &str) -> anyhow::Result<Pg> {
         let pool = PgPoolOptions::new().max_connections(2).connect(url).await?;
-        Ok(Pg { pool })
+        let backend: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+            .fetch_one(&pool)
+            .await?;
+        // Another machine's (or container's) pid may name an unrelated process here.
+        let postmaster = u32::try_from(backend)
+            .ok()
+            .filter(|pid| {
+                crate::procstat::command_name(*pid).is_some_and(|c| c.starts_with("postgres"))
+            })
+            .and_then(crate::procstat::parent_pid)
+            .filter(|pid| crate::procstat::tree_cpu_seconds(*pid).is_ok());
+        // Superusers and pg_read_all_settings only.
+        let data_dir: Option<String> = sqlx::query_scalar("SHOW data_directory")
+            .fetch_one(&pool)
+            .await
+            .ok();
+        let device = match (postmaster, data_dir) {
+            (Some(_), Some(dir)) => crate::procstat::device_of(Path::new(&dir))
+                .filter(|d| crate::procstat::disk_flushes(*d).is_some()),
+            _ => None,
+        };
+        eprintln!(
+            "PostgreSQL: {}, {}",
+            match postmaster {
+                Some(pid) => format!("postmaster {pid} (its CPU is measured)"),
+                None => "not on this machine (its CPU is not measured)".to_owned(),
+            },
+            match device {
+                Some((major, minor)) => format!("data directory on disk {major}:{minor}"),
+                None => "its disk's flushes are not measured".to_owned(),
+            }
+        );
+        Ok(Pg {
+            pool,
+            postmaster,
+            device,
+        })
     }
 
-    /// The current WAL insert position, in bytes since the start.
-    pub async fn wal_position(&self) -> anyhow::Result<i64> {
-        let sql = "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint";
-        Ok(sqlx::query_scalar(sql).fetch_one(&self.pool).await?)
+    /// PostgreSQL's counters now. The statement reading them writes nothing (no
+    /// transaction id, no WAL).
+    pub async fn costs(&self) -> anyhow::Result<PgCosts> {
+        let sql = "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint,
+            pg_snapshot_xmax(pg_current_snapshot())::text::bigint";
+        let (wal, next_xid): (i64, i64) = sqlx::query_as(sql).fetch_one(&self.pool).await?;
+        Ok(PgCosts {
+            wal,
+            next_xid,
+            cpu: self
+                .postmaster
+                .and_then(|pid| crate::procstat::tree_cpu_seconds(pid).ok()),
+            flushes: self.device.and_then(crate::procstat::disk_flushes),
+        })
     }
 
     /// Creates the SQL baseline's table if it is missing.

@@ -26,6 +26,7 @@ mod soak;
 mod soak_plot;
 mod soak_report;
 mod sql;
+mod sql_pinged;
 mod workload;
 
 use anyhow::Context;
@@ -136,7 +137,9 @@ async fn run(args: Args) -> anyhow::Result<u64> {
         let grpc = GrpcSide::connect(&addr, callers, args.callers_per_channel).await?;
         let mut sides = vec![Side::Claimd(grpc)];
         if let Some(url) = &args.database_url {
-            sides.push(Side::Sql(SqlSide::connect(url, pool).await?));
+            sides.push(Side::Sql(
+                SqlSide::connect(url, pool, args.sql_driver).await?,
+            ));
         }
         eprintln!(
             "callers {callers}: {} gRPC channel(s), pool {pool} connection(s)",
@@ -203,9 +206,11 @@ async fn run(args: Args) -> anyhow::Result<u64> {
 
     let rows = report::summarize(&all);
     println!(
-        "claimd-bench: store {}, medians of {} round(s) of {} s; ratios are claimd / SQL; \
-         RSS and CPU are claimd's (CPU in % of one core)",
+        "claimd-bench: store {}, SQL driver {}, medians of {} round(s) of {} s; ratios are \
+         claimd / SQL; RSS, CPU % (of one core) and CPU µs/cyc are claimd's; PG µs/cyc is \
+         PostgreSQL's CPU, commits/cyc its transactions that wrote, flushes/cyc its disk's",
         args.store.label(),
+        args.sql_driver.label(),
         args.rounds,
         args.seconds
     );

@@ -1,6 +1,6 @@
-//! `--plot FILE.png` with plotters' bitmap backend: one row of two panels per workload,
-//! throughput (cycles/s) and p99 latency (ms) against callers (log scale),
-//! claimd and the SQL baseline as two lines. Text is drawn with a TrueType font read at
+//! `--plot FILE.png` with plotters' bitmap backend: one row of panels per workload,
+//! throughput (cycles/s), p99 latency (ms) and, when measured, PostgreSQL's CPU per cycle
+//! (µs) against callers (log scale), claimd and the SQL baseline as two lines. Text is drawn with a TrueType font read at
 //! run time (`--plot-font`, else the first `.ttf` under the system font directories,
 //! DejaVu Sans preferred), so the build needs no font library. The line-and-legend
 //! drawing here ([`line`], [`legend`]) is also the soak plot's.
@@ -42,10 +42,14 @@ pub fn draw(path: &Path, rows: &[Row], font: Option<&Path>) -> anyhow::Result<()
     if workloads.is_empty() {
         bail!("nothing measured to plot");
     }
+    // A third column when PostgreSQL's CPU per cycle was measured.
+    let costs = rows.iter().any(|r| r.pg_cpu_us.is_some());
+    let columns = if costs { 3 } else { 2 };
     let height = PANEL.1 * u32::try_from(workloads.len())?;
-    let root = BitMapBackend::new(path, (PANEL.0 * 2, height)).into_drawing_area();
+    let width = PANEL.0 * u32::try_from(columns)?;
+    let root = BitMapBackend::new(path, (width, height)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
-    let panels = root.split_evenly((workloads.len(), 2));
+    let panels = root.split_evenly((workloads.len(), columns));
     for (i, (store, workload)) in workloads.iter().enumerate() {
         let of = |side: SideKind| -> Vec<&Row> {
             rows.iter()
@@ -54,15 +58,35 @@ pub fn draw(path: &Path, rows: &[Row], font: Option<&Path>) -> anyhow::Result<()
         };
         let (claimd, sql) = (of(SideKind::Claimd), of(SideKind::Sql));
         let title = format!("{store} {}", workload.label());
-        panel(&panels[2 * i], &title, "cycles/s", &claimd, &sql, |r| {
+        let at = columns * i;
+        panel(&panels[at], &title, "cycles/s", &claimd, &sql, |r| {
             r.throughput
         })?;
-        panel(&panels[2 * i + 1], &title, "p99 ms", &claimd, &sql, |r| {
+        panel(&panels[at + 1], &title, "p99 ms", &claimd, &sql, |r| {
             r.p99_ms
         })?;
+        if costs {
+            let (claimd, sql) = (with_pg_cpu(&claimd), with_pg_cpu(&sql));
+            panel(
+                &panels[at + 2],
+                &title,
+                "PostgreSQL CPU µs/cycle",
+                &claimd,
+                &sql,
+                |r| r.pg_cpu_us.unwrap_or(0.0),
+            )?;
+        }
     }
     root.present().map_err(|e| anyhow!("{e}"))?;
     Ok(())
+}
+
+/// The rows where PostgreSQL's CPU was measured.
+fn with_pg_cpu<'a>(rows: &[&'a Row]) -> Vec<&'a Row> {
+    rows.iter()
+        .copied()
+        .filter(|r| r.pg_cpu_us.is_some())
+        .collect()
 }
 
 /// One panel: `value` of claimd's and SQL's rows against callers.

@@ -1,5 +1,6 @@
 //! The results: one [`Measured`] per timed round, the medians over rounds per store,
-//! workload, callers value and side ([`Row`], with the claimd/SQL ratios on claimd's rows),
+//! workload, callers value and side ([`Row`], with the claimd/SQL ratios on claimd's rows,
+//! and what each cycle cost claimd and PostgreSQL),
 //! printed as a table ("—" where there is nothing to show) and written as CSV (empty
 //! fields there).
 
@@ -34,6 +35,14 @@ pub struct Measured {
     pub cpu_pct: Option<f64>,
     /// PostgreSQL WAL bytes per cycle.
     pub wal_per_cycle: Option<f64>,
+    /// claimd's CPU per cycle, microseconds (a claimd started here).
+    pub claimd_cpu_us: Option<f64>,
+    /// CPU per cycle of PostgreSQL's processes, microseconds (PostgreSQL on this machine).
+    pub pg_cpu_us: Option<f64>,
+    /// PostgreSQL transactions that wrote (committed with a commit record) per cycle.
+    pub commits_per_cycle: Option<f64>,
+    /// Flushes of the disk under PostgreSQL's data directory per cycle (its fsyncs).
+    pub flushes_per_cycle: Option<f64>,
     /// Wrong answers and failed calls.
     pub errors: u64,
 }
@@ -65,6 +74,14 @@ pub struct Row {
     pub cpu_pct: Option<f64>,
     /// Median WAL bytes per cycle.
     pub wal_per_cycle: Option<f64>,
+    /// Median CPU of claimd per cycle, microseconds.
+    pub claimd_cpu_us: Option<f64>,
+    /// Median CPU of PostgreSQL's processes per cycle, microseconds.
+    pub pg_cpu_us: Option<f64>,
+    /// Median write transactions (commits) per cycle.
+    pub commits_per_cycle: Option<f64>,
+    /// Median disk flushes per cycle.
+    pub flushes_per_cycle: Option<f64>,
     /// claimd's median throughput over SQL's (claimd rows with a baseline).
     pub throughput_ratio: Option<f64>,
     /// claimd's median p99 over SQL's (same).
@@ -113,6 +130,10 @@ pub fn summarize(rounds: &[Measured]) -> Vec<Row> {
                 rss_mib: some(|m| m.rss_mib),
                 cpu_pct: some(|m| m.cpu_pct),
                 wal_per_cycle: some(|m| m.wal_per_cycle),
+                claimd_cpu_us: some(|m| m.claimd_cpu_us),
+                pg_cpu_us: some(|m| m.pg_cpu_us),
+                commits_per_cycle: some(|m| m.commits_per_cycle),
+                flushes_per_cycle: some(|m| m.flushes_per_cycle),
                 throughput_ratio: None,
                 p99_ratio: None,
                 errors: ms.iter().map(|m| m.errors).sum(),
@@ -160,7 +181,11 @@ pub fn table(rows: &[Row]) -> String {
         "p999 ms",
         "RSS MiB",
         "CPU %",
+        "CPU µs/cyc",
+        "PG µs/cyc",
         "WAL B/cyc",
+        "commits/cyc",
+        "flushes/cyc",
         "thr/SQL",
         "p99/SQL",
         "errors",
@@ -178,7 +203,11 @@ pub fn table(rows: &[Row]) -> String {
             format!("{:.2}", r.p999_ms),
             show(r.rss_mib, 1),
             show(r.cpu_pct, 0),
+            show(r.claimd_cpu_us, 0),
+            show(r.pg_cpu_us, 0),
             show(r.wal_per_cycle, 0),
+            show(r.commits_per_cycle, 2),
+            show(r.flushes_per_cycle, 2),
             show(r.throughput_ratio, 2),
             show(r.p99_ratio, 2),
             r.errors.to_string(),
@@ -211,33 +240,58 @@ pub fn table(rows: &[Row]) -> String {
     out
 }
 
+/// The CSV columns, in order. Runs before issue 30 wrote the first 15 (up to `errors`);
+/// [`read_csv`] reads either by name.
+const COLUMNS: [&str; 19] = [
+    "store",
+    "workload",
+    "callers",
+    "side",
+    "rounds",
+    "cycles_per_s",
+    "p50_ms",
+    "p99_ms",
+    "p999_ms",
+    "rss_peak_mib",
+    "cpu_pct",
+    "wal_bytes_per_cycle",
+    "throughput_ratio",
+    "p99_ratio",
+    "errors",
+    "claimd_cpu_us_per_cycle",
+    "pg_cpu_us_per_cycle",
+    "pg_commits_per_cycle",
+    "pg_disk_flushes_per_cycle",
+];
+
 /// The CSV text: a header, then one line per row.
 pub fn csv(rows: &[Row]) -> String {
     let opt = |v: Option<f64>| v.map(|v| format!("{v:.4}")).unwrap_or_default();
-    let mut out = String::from(
-        "store,workload,callers,side,rounds,cycles_per_s,p50_ms,p99_ms,p999_ms,rss_peak_mib,\
-         cpu_pct,wal_bytes_per_cycle,throughput_ratio,p99_ratio,errors\n",
-    );
+    let mut out = COLUMNS.join(",");
+    out.push('\n');
     for r in rows {
-        let _ = writeln!(
-            out,
-            "{},{},{},{},{},{:.2},{:.4},{:.4},{:.4},{},{},{},{},{},{}",
-            r.store,
-            r.workload.label(),
-            r.callers,
-            r.side.label(),
-            r.rounds,
-            r.throughput,
-            r.p50_ms,
-            r.p99_ms,
-            r.p999_ms,
+        let fields = [
+            r.store.to_owned(),
+            r.workload.label().to_owned(),
+            r.callers.to_string(),
+            r.side.label().to_owned(),
+            r.rounds.to_string(),
+            format!("{:.2}", r.throughput),
+            format!("{:.4}", r.p50_ms),
+            format!("{:.4}", r.p99_ms),
+            format!("{:.4}", r.p999_ms),
             opt(r.rss_mib),
             opt(r.cpu_pct),
             opt(r.wal_per_cycle),
             opt(r.throughput_ratio),
             opt(r.p99_ratio),
-            r.errors
-        );
+            r.errors.to_string(),
+            opt(r.claimd_cpu_us),
+            opt(r.pg_cpu_us),
+            opt(r.commits_per_cycle),
+            opt(r.flushes_per_cycle),
+        ];
+        let _ = writeln!(out, "{}", fields.join(","));
     }
     out
 }
@@ -248,30 +302,47 @@ pub fn write_csv(path: &Path, rows: &[Row]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The rows of a CSV file [`write_csv`] wrote (for `--plot-from`).
+/// The rows of a CSV file [`write_csv`] wrote (for `--plot-from`), by column name: a file
+/// of an older run lacks the last columns, read as empty.
 pub fn read_csv(path: &Path) -> anyhow::Result<Vec<Row>> {
     let text = std::fs::read_to_string(path)?;
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("{}: empty", path.display()))?
+        .split(',')
+        .collect();
+    let index = |name: &str| header.iter().position(|h| *h == name);
+    for required in &COLUMNS[..15] {
+        anyhow::ensure!(
+            index(required).is_some(),
+            "{}: no column {required}",
+            path.display()
+        );
+    }
     let mut rows = Vec::new();
-    for (n, line) in text.lines().enumerate().skip(1) {
+    for (n, line) in lines.enumerate() {
         let f: Vec<&str> = line.split(',').collect();
         anyhow::ensure!(
-            f.len() == 15,
-            "{}:{}: expected 15 fields",
+            f.len() == header.len(),
+            "{}:{}: expected {} fields",
             path.display(),
-            n + 1
+            n + 2,
+            header.len()
         );
-        let num = |i: usize| -> anyhow::Result<f64> { Ok(f[i].parse()?) };
-        let opt = |i: usize| f[i].parse().ok();
-        let store = match f[0] {
+        let get = |name: &str| index(name).map_or("", |i| f[i]);
+        let num = |name: &str| -> anyhow::Result<f64> { Ok(get(name).parse()?) };
+        let opt = |name: &str| get(name).parse().ok();
+        let store = match get("store") {
             "postgres" => "postgres",
             "sqlite" => "sqlite",
             other => anyhow::bail!("unknown store {other:?}"),
         };
         let workload = Workload::ALL
             .into_iter()
-            .find(|w| w.label() == f[1])
-            .ok_or_else(|| anyhow::anyhow!("unknown workload {:?}", f[1]))?;
-        let side = match f[3] {
+            .find(|w| w.label() == get("workload"))
+            .ok_or_else(|| anyhow::anyhow!("unknown workload {:?}", get("workload")))?;
+        let side = match get("side") {
             "claimd" => SideKind::Claimd,
             "sql" => SideKind::Sql,
             other => anyhow::bail!("unknown side {other:?}"),
@@ -279,19 +350,23 @@ pub fn read_csv(path: &Path) -> anyhow::Result<Vec<Row>> {
         rows.push(Row {
             store,
             workload,
-            callers: f[2].parse()?,
+            callers: get("callers").parse()?,
             side,
-            rounds: f[4].parse()?,
-            throughput: num(5)?,
-            p50_ms: num(6)?,
-            p99_ms: num(7)?,
-            p999_ms: num(8)?,
-            rss_mib: opt(9),
-            cpu_pct: opt(10),
-            wal_per_cycle: opt(11),
-            throughput_ratio: opt(12),
-            p99_ratio: opt(13),
-            errors: f[14].parse()?,
+            rounds: get("rounds").parse()?,
+            throughput: num("cycles_per_s")?,
+            p50_ms: num("p50_ms")?,
+            p99_ms: num("p99_ms")?,
+            p999_ms: num("p999_ms")?,
+            rss_mib: opt("rss_peak_mib"),
+            cpu_pct: opt("cpu_pct"),
+            wal_per_cycle: opt("wal_bytes_per_cycle"),
+            claimd_cpu_us: opt("claimd_cpu_us_per_cycle"),
+            pg_cpu_us: opt("pg_cpu_us_per_cycle"),
+            commits_per_cycle: opt("pg_commits_per_cycle"),
+            flushes_per_cycle: opt("pg_disk_flushes_per_cycle"),
+            throughput_ratio: opt("throughput_ratio"),
+            p99_ratio: opt("p99_ratio"),
+            errors: get("errors").parse()?,
         });
     }
     Ok(rows)

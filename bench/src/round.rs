@@ -1,7 +1,8 @@
 //! One round of one side: its untimed setup, the timed closed loop, and what is measured
-//! around it — PostgreSQL's WAL position before and after, claimd's CPU time and peak RSS
-//! during it (claimd rounds of a claimd started here) — then the mixed workload's untimed
-//! tail. Turns the callers' records into one [`Measured`].
+//! around it — PostgreSQL's counters before and after (WAL position, next transaction id,
+//! CPU time of its processes, flushes of its disk: see [`crate::database::PgCosts`]),
+//! claimd's CPU time and peak RSS during it (claimd rounds of a claimd started here) — then
+//! the mixed workload's untimed tail. Turns the callers' records into one [`Measured`].
 
 use crate::cli::Workload;
 use crate::database::Pg;
@@ -63,8 +64,8 @@ pub async fn measure(
     let plan = workload::prepare(side, workload, prefix, callers, takeover_keys, seed).await?;
     let pid = ctx.claimd_pid.filter(|_| kind == SideKind::Claimd);
 
-    let wal_before = match ctx.pg {
-        Some(pg) => Some(pg.wal_position().await?),
+    let pg_before = match ctx.pg {
+        Some(pg) => Some(pg.costs().await?),
         None => None,
     };
     let cpu_before = pid.map(cpu_seconds).transpose()?;
@@ -74,12 +75,12 @@ pub async fn measure(
     })
     .await?;
     let cpu_after = pid.map(cpu_seconds).transpose()?;
-    let rss_kib = match sampler {
-        Some(s) => Some(s.stop().await),
+    let pg_after = match ctx.pg {
+        Some(pg) => Some(pg.costs().await?),
         None => None,
     };
-    let wal_after = match ctx.pg {
-        Some(pg) => Some(pg.wal_position().await?),
+    let rss_kib = match sampler {
+        Some(s) => Some(s.stop().await),
         None => None,
     };
 
@@ -96,14 +97,19 @@ pub async fn measure(
     let cycles = merged.cycles;
     let seconds = elapsed.as_secs_f64();
     let ms = |q: f64| merged.hist.value_at_quantile(q) as f64 / 1000.0;
-    let cpu = match (cpu_before, cpu_after) {
-        (Some(a), Some(b)) => Some((b - a) / seconds * 100.0),
+    let claimd_cpu = match (cpu_before, cpu_after) {
+        (Some(a), Some(b)) => Some(b - a),
         _ => None,
     };
-    let wal = match (wal_before, wal_after) {
-        (Some(a), Some(b)) if cycles > 0 => Some((b - a) as f64 / cycles as f64),
-        _ => None,
-    };
+    let cpu = claimd_cpu.map(|s| s / seconds * 100.0);
+    // Per cycle: a difference over the round divided by its successful cycles.
+    let per_cycle = |delta: Option<f64>| delta.filter(|_| cycles > 0).map(|d| d / cycles as f64);
+    let pg = pg_before.zip(pg_after);
+    let wal = per_cycle(pg.map(|(a, b)| (b.wal - a.wal) as f64));
+    let commits = per_cycle(pg.map(|(a, b)| (b.next_xid - a.next_xid) as f64));
+    let pg_cpu = per_cycle(pg.and_then(|(a, b)| Some(b.cpu? - a.cpu?))).map(|s| s * 1e6);
+    let flushes =
+        per_cycle(pg.and_then(|(a, b)| Some(b.flushes?.saturating_sub(a.flushes?) as f64)));
     let measured = Measured {
         store: ctx.store,
         workload,
@@ -116,6 +122,10 @@ pub async fn measure(
         rss_mib: rss_kib.map(|k| k as f64 / 1024.0),
         cpu_pct: cpu,
         wal_per_cycle: wal,
+        claimd_cpu_us: per_cycle(claimd_cpu).map(|s| s * 1e6),
+        pg_cpu_us: pg_cpu,
+        commits_per_cycle: commits,
+        flushes_per_cycle: flushes,
         errors: merged.errors,
     };
     Ok(Outcome {

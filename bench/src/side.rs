@@ -99,7 +99,7 @@ impl Side {
     ) -> Result<Answer, String> {
         match self {
             Side::Claimd(s) => s.claim(caller, key, fp, lease).await,
-            Side::Sql(s) => s.claim(key, fp, lease, mode).await,
+            Side::Sql(s) => s.claim(caller, key, fp, lease, mode).await,
         }
     }
 
@@ -113,7 +113,7 @@ impl Side {
     ) -> Result<(), String> {
         match self {
             Side::Claimd(s) => s.complete(caller, key, token, response).await,
-            Side::Sql(s) => s.complete(key, token, response).await,
+            Side::Sql(s) => s.complete(caller, key, token, response).await,
         }
     }
 
@@ -128,7 +128,7 @@ impl Side {
     ) -> Result<(), String> {
         match self {
             Side::Claimd(s) => s.retry(caller, key, token, after).await,
-            Side::Sql(s) => s.retry(key, token, after).await,
+            Side::Sql(s) => s.retry(caller, key, token, after).await,
         }
     }
 }

@@ -1,8 +1,9 @@
 //! `claimd-bench`, the benchmark binary, as a smoke test: every workload for one short
 //! round (`--seconds 1 --rounds 1 --callers 2`) against claimd on a fresh database of the
 //! harness's PostgreSQL, with the SQL baseline beside it, and once on the embedded SQLite
-//! store. The bench checks every answer against the contract, so it must exit 0 and write
-//! its CSV with the claimd/SQL ratio columns. A claimd whose policy makes a takeover
+//! store (and the old pinged sqlx baseline once, on one workload). The bench checks every
+//! answer against the contract, so it must exit 0 and write its CSV with the claimd/SQL
+//! ratio columns and PostgreSQL's costs per cycle. A claimd whose policy makes a takeover
 //! answer QUARANTINED must make it exit 1: a wrong answer fails the run. Timings are never
 //! asserted.
 
@@ -113,6 +114,15 @@ async fn every_workload_gets_right_answers_from_claimd_and_the_sql_baseline_on_p
             assert_eq!(field(&header, row, "errors"), "0");
             let wal = field(&header, row, "wal_bytes_per_cycle");
             assert!(wal.parse::<f64>().is_ok(), "{workload}/{side}: WAL {wal:?}");
+            // Read from PostgreSQL itself, wherever it runs (its CPU and its disk's flushes
+            // only when it runs here, so those columns may be empty).
+            let commits = field(&header, row, "pg_commits_per_cycle");
+            assert!(
+                commits.parse::<f64>().is_ok(),
+                "{workload}/{side}: commits {commits:?}"
+            );
+            field(&header, row, "pg_cpu_us_per_cycle");
+            field(&header, row, "pg_disk_flushes_per_cycle");
             let ratio = field(&header, row, "throughput_ratio");
             if side == "claimd" {
                 let ratio: f64 = ratio.parse().expect("a ratio on claimd's row");
@@ -126,10 +136,33 @@ async fn every_workload_gets_right_answers_from_claimd_and_the_sql_baseline_on_p
                     rss.parse::<f64>().is_ok_and(|m| m > 0.0),
                     "{workload}: RSS {rss:?}"
                 );
+                let cpu = field(&header, row, "claimd_cpu_us_per_cycle");
+                assert!(cpu.parse::<f64>().is_ok(), "{workload}: claimd CPU {cpu:?}");
             } else {
                 assert_eq!(ratio, "", "no ratio on the baseline's own row");
             }
         }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_old_pinged_sqlx_baseline_still_runs_when_asked_for() {
+    let url = pg::fresh_database().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let csv = dir.path().join("bench.csv");
+    let mut cmd = bench();
+    cmd.args(["--database-url", &url, "--workload", "new"])
+        .args(["--sql-driver", "sqlx-pinged"])
+        .arg("--csv")
+        .arg(&csv);
+    let out = output(cmd).await;
+    assert_success(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("SQL driver sqlx-pinged"), "{stdout}");
+    let (header, rows) = read_csv(&csv);
+    assert_eq!(rows.len(), 2, "new, claimd and sql: {rows:?}");
+    for row in &rows {
+        assert_eq!(field(&header, row, "errors"), "0");
     }
 }
 
