@@ -149,23 +149,20 @@ impl Waits {
                     unsure = None;
                     outcome
                 }
-                Err(StoreError::Unsure(granted))
-                    if waiting.is_some() && Instant::now() + pause < end =>
-                {
-                    unsure = granted.max(unsure);
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(LAST_PAUSE);
-                    continue;
-                }
                 // The database is briefly away (a connection just cut, say): once waiting,
                 // read again while the wait lasts, and fail only if it is still away then.
-                // After `Unsure` too, but a takeover of this call's that committed unseen may
-                // be taken over in turn before a read finds it on the call's own token: the
-                // call is then answered `Unsure`, not for a later attempt with its own
-                // granted to nobody (the lock-wait fault row with answers lost).
+                // A takeover that may have landed unseen (`Unsure`) is remembered, so a later
+                // read past its attempt answers `Unsure`, not that later attempt with this
+                // call's own granted to nobody (the lock-wait fault row with answers lost).
                 Err(
-                    StoreError::Unavailable(_) | StoreError::Storage(_) | StoreError::ReadOnly(_),
+                    e @ (StoreError::Unavailable(_)
+                    | StoreError::Storage(_)
+                    | StoreError::ReadOnly(_)
+                    | StoreError::Unsure(_)),
                 ) if waiting.is_some() && Instant::now() + pause < end => {
+                    if let StoreError::Unsure(granted) = e {
+                        unsure = granted.max(unsure);
+                    }
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(LAST_PAUSE);
                     continue;

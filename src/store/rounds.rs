@@ -187,17 +187,14 @@ fn decide(sealer: &Sealer, job: &Job) -> Step {
     let before = current.as_ref().map(|(r, _)| r);
     if let (Some(landed), Known::Read(..), Some((row, blobs))) =
         (&job.landed, &job.known, current.as_ref())
-        && landed.made(blobs)
-        && landed.still_holds(row, now)
     {
-        return Step::Done(Ok(landed.answer(row)));
-    }
-    if let (Some(landed), Known::Read(..), Some((row, blobs))) =
-        (&job.landed, &job.known, current.as_ref())
-        && !landed.made(blobs)
-        && landed.overtaken(row)
-    {
-        return Step::Done(Err(landed.unsure()));
+        if landed.made(blobs) && landed.still_holds(row, now) {
+            return Step::Done(Ok(landed.answer(row)));
+        }
+        // Past the attempt its write would have granted (so not as it made it).
+        if landed.overtaken(row) {
+            return Step::Done(Err(landed.unsure()));
+        }
     }
     match &job.op {
         Op::Claim { input, policy } => {

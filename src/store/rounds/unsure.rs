@@ -90,11 +90,10 @@ impl Job {
 /// After a statement failed for the whole batch: the jobs run again, each alone and
 /// [`ALONE_AT_ONCE`] at a time, so the others are not failed by one of them and the pool
 /// is not asked for a connection per job at once. A job that already ran alone is answered
-/// with the error — [`StoreError::Unsure`] for an unavailable database if its write may
-/// have committed — and so is a
-/// job alone in its batch unless its write may have committed: that one reads its row once
-/// more, so a write that landed is answered as written and not as an error that says
-/// nothing changed (nor, for a Claim, decided again on its own lease).
+/// with the error ([`StoreError::Unsure`] for an unavailable database if its write may have
+/// committed), and so is a job alone in its batch unless its write may have committed: that
+/// one reads its row once more, so a write that landed is answered as written and not as
+/// an error that says nothing changed (nor, for a Claim, decided again on its own lease).
 pub(super) async fn alone<D: Driver>(
     driver: &D,
     recent: &Recent,
