@@ -5,7 +5,7 @@
 //! test time ([`certs`]), the stored sealed columns ([`raw`]), dead letters through List
 //! ([`dead_letters`]), the Connect doors the suite also runs through ([`door`]),
 //! HTTP/1.1 and HTTP/2 written by hand for the door's limits ([`http1`], [`http2`]),
-//! deliberately slow writes ([`blocker`]), health checks ([`probe`]),
+//! deliberately slow writes ([`blocker`]), a one-line summary after each panic ([`panic_line`]), health checks ([`probe`]),
 //! the commands of README.md and docs/OPERATIONS.md ([`readme`]). The `metrics` and `secrets` binaries include this
 //! module too and use only parts of it.
 #![allow(dead_code)]
@@ -17,6 +17,7 @@ pub mod dead_letters;
 pub mod door;
 pub mod http1;
 pub mod http2;
+pub mod panic_line;
 pub mod pg;
 pub mod pgbouncer;
 pub mod probe;

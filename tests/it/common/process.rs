@@ -29,6 +29,7 @@ pub fn claimd() -> Command {
 
 /// A loopback address with a port nobody listens on right now.
 pub fn free_addr() -> SocketAddr {
+    super::panic_line::install();
     // Binding port 0 on loopback always succeeds on a test machine.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind port 0");
     listener.local_addr().expect("bound address")

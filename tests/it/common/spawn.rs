@@ -64,6 +64,7 @@ impl<'a> TestAppBuilder<'a> {
 
     /// Starts the server on its own task and connects a client; panics if it cannot start.
     pub async fn spawn(self) -> TestApp {
+        super::panic_line::install();
         let (database_url, dir, door) = match self.database {
             Database::Fresh(backend) => {
                 let (url, dir) = backend.fresh_database().await;
