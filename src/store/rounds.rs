@@ -3,8 +3,8 @@
 //! one write statement, each shared by every job that needs it.
 //!
 //! A round reads the rows of the jobs that need a read (none for a Claim without a
-//! payload, which tries its insert first, nor for a holder call on a row this process
-//! last wrote: [`super::recent`]), decides each job with the domain's rules on its row
+//! payload of a row this process has not seen exist, which tries its insert first, nor
+//! for a holder call on a row this process last wrote: [`super::recent`]), decides each job with the domain's rules on its row
 //! (`decide_claim`, `apply`, `redrive`), seals what each write changes, and writes all of
 //! them at once, each compare-and-set on the row as decided from ([`super::write`]). A
 //! job whose row changed meanwhile is decided again on the row as the write found it, in
@@ -111,7 +111,11 @@ impl Job {
         recent: &Recent,
     ) -> Job {
         let known = match &op {
-            Op::Claim { input, .. } if input.recovery_payload.is_none() => Known::Assumed,
+            Op::Claim { input, .. }
+                if input.recovery_payload.is_none() && !recent.exists(tenant, id) =>
+            {
+                Known::Assumed
+            }
             Op::Act { .. } => recent
                 .get(tenant, id)
                 .map_or(Known::Unread, |(r, b)| Known::Recent(r, b)),
@@ -280,6 +284,7 @@ pub async fn run<D: Driver>(driver: &D, recent: &Recent, mut jobs: Vec<Job>) {
                     continue;
                 }
                 let Some((now, row)) = rows.next() else { break };
+                recent.saw(&job.tenant, &job.id, row.is_some());
                 match known(sealer, &job, now, row) {
                     Ok(k) => {
                         job.known = k;
@@ -338,6 +343,7 @@ pub async fn run<D: Driver>(driver: &D, recent: &Recent, mut jobs: Vec<Job>) {
                     WriteOutcome::Late => job.answer(Err(StoreError::DeadlinePassed)),
                     WriteOutcome::Stale(now, row) => {
                         recent.forget(&job.tenant, &job.id);
+                        recent.saw(&job.tenant, &job.id, row.is_some());
                         job.races += 1;
                         if job.races >= MAX_RACES {
                             job.answer(Err(StoreError::Contended));
