@@ -188,6 +188,8 @@ pub enum WorkloadArg {
     Mixed,
     /// Claim a key whose 1 s lease ran out (CLAIMED, attempt 2), then Complete it.
     Takeover,
+    /// Every caller claims one completed key at once (a retry storm): COMPLETED.
+    Hot,
 }
 
 /// One workload to measure.
@@ -203,16 +205,19 @@ pub enum Workload {
     Mixed,
     /// See [`WorkloadArg::Takeover`].
     Takeover,
+    /// See [`WorkloadArg::Hot`].
+    Hot,
 }
 
 impl Workload {
     /// Every workload, in report order.
-    pub const ALL: [Workload; 5] = [
+    pub const ALL: [Workload; 6] = [
         Workload::New,
         Workload::Duplicate,
         Workload::Inflight,
         Workload::Mixed,
         Workload::Takeover,
+        Workload::Hot,
     ];
 
     /// The name in the report and the CSV.
@@ -223,6 +228,7 @@ impl Workload {
             Workload::Inflight => "inflight",
             Workload::Mixed => "mixed",
             Workload::Takeover => "takeover",
+            Workload::Hot => "hot",
         }
     }
 }
@@ -240,6 +246,7 @@ impl Args {
                             | (WorkloadArg::Inflight, Workload::Inflight)
                             | (WorkloadArg::Mixed, Workload::Mixed)
                             | (WorkloadArg::Takeover, Workload::Takeover)
+                            | (WorkloadArg::Hot, Workload::Hot)
                     )
             })
         };

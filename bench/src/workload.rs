@@ -108,12 +108,13 @@ pub async fn prepare(
 ) -> anyhow::Result<Plan> {
     let count = match workload {
         Workload::Duplicate | Workload::Inflight => pool_keys(callers),
+        Workload::Hot => 1,
         Workload::Takeover => takeover_keys,
         Workload::New | Workload::Mixed => 0,
     };
     let keys: Arc<Vec<String>> = Arc::new((0..count).map(|n| format!("{prefix}-s-{n}")).collect());
     let (lease, complete) = match workload {
-        Workload::Duplicate => (WORK_LEASE, true),
+        Workload::Duplicate | Workload::Hot => (WORK_LEASE, true),
         Workload::Inflight => (LONG_LEASE, false),
         _ => (SHORT_LEASE, false),
     };
@@ -170,7 +171,7 @@ pub async fn caller(side: Side, plan: Plan, caller: usize, deadline: Instant) ->
     let mut n = 0usize;
     while Instant::now() < deadline {
         let key = match plan.workload {
-            Workload::Duplicate | Workload::Inflight => {
+            Workload::Duplicate | Workload::Inflight | Workload::Hot => {
                 let i = (caller + n * plan.callers) % plan.keys.len();
                 plan.keys[i].clone()
             }
@@ -193,7 +194,7 @@ pub async fn caller(side: Side, plan: Plan, caller: usize, deadline: Instant) ->
     rec
 }
 
-/// One cycle of `new`, `duplicate`, `inflight` or `takeover` on `key`.
+/// One cycle of `new`, `duplicate`, `inflight`, `takeover` or `hot` on `key`.
 async fn cycle(side: &Side, workload: Workload, caller: usize, key: &str) -> Result<(), String> {
     let fp = fingerprint(key);
     match workload {
@@ -207,7 +208,7 @@ async fn cycle(side: &Side, workload: Workload, caller: usize, key: &str) -> Res
             side.complete(caller, key, &answer.token, &response_for(key))
                 .await
         }
-        Workload::Duplicate => {
+        Workload::Duplicate | Workload::Hot => {
             let answer = side.claim(caller, key, &fp, WORK_LEASE, ClaimMode::InsertOnly);
             check(&answer.await?, key, Decision::Completed, 1)
         }

@@ -1,6 +1,6 @@
 //! Group commit: the calls that change rows (Claim, the holder calls, Redrive) queue here,
-//! and a few lanes each take everything queued — up to a batch's size, one job per row —
-//! and run it as one batch (`rounds`): one read and one write statement, one transaction,
+//! and a few lanes each take everything queued — up to a batch's size, several jobs of one
+//! row too — and run it as one batch (`rounds`): one read and one write statement, one transaction,
 //! for all of them.
 //!
 //! The wait to fill a batch is adaptive and never a timer: a lane starts as soon as a job
@@ -22,7 +22,7 @@ use super::driver::Driver;
 use super::recent::Recent;
 use super::rounds::{self, Answer, Job, Op};
 use crate::domain::ReceiptKey;
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -253,26 +253,12 @@ fn unanswered() -> StoreError {
     )))
 }
 
-/// Up to `size` queued jobs, in arrival order, at most one per row (a second job for a row
-/// waits for the next batch, so no statement changes a row twice).
+/// Up to `size` queued jobs, in arrival order. Several may be on one row (the duplicates
+/// of a hot key): they share the batch's read, and `rounds` writes a row once per
+/// statement, deciding a later job on the row as that write leaves it.
 fn take(waiting: &mut VecDeque<Job>, size: usize) -> Vec<Job> {
-    let mut batch = Vec::with_capacity(size.min(waiting.len()));
-    let mut rows = HashSet::new();
-    let mut later = VecDeque::new();
-    while let Some(job) = waiting.pop_front() {
-        if batch.len() == size {
-            waiting.push_front(job);
-            break;
-        }
-        if rows.insert((job.tenant.clone(), job.id.clone())) {
-            batch.push(job);
-        } else {
-            later.push_back(job);
-        }
-    }
-    later.append(waiting);
-    *waiting = later;
-    batch
+    let n = size.min(waiting.len());
+    waiting.drain(..n).collect()
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! One group commit's work, written once over any [`Driver`]: the jobs of a batch (Claims,
-//! holder calls, Redrives of distinct rows) go through rounds of one read statement and
-//! one write statement, each shared by every job that needs it.
+//! holder calls, Redrives; several may be on one row) go through rounds of one read
+//! statement and one write statement, each shared by every job that needs it. A row is
+//! written at most once per statement: of the jobs that would write it, the first does,
+//! and the others are decided again on the row as that write left it, in the next round.
 //!
 //! A round reads the rows of the jobs that need a read (none for a Claim without a
 //! payload of a row this process has not seen exist, which tries its insert first, nor
@@ -29,6 +31,8 @@ use crate::domain::{
     apply, decide_claim,
 };
 use crate::seal::{Sealer, new_life};
+use std::collections::HashSet;
+use std::hash::BuildHasher;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use unsure::{Landed, alone};
@@ -137,6 +141,11 @@ impl Job {
     fn answer(self, answer: Result<Answer, StoreError>) {
         // The caller may have gone away; then nobody waits for the answer.
         let _ = self.reply.send(answer);
+    }
+
+    /// Whether `other` is a job on the same row.
+    fn same_row(&self, other: &Job) -> bool {
+        self.tenant == other.tenant && self.id == other.id
     }
 
     /// Whether the caller still waits and its answer is not yet due.
@@ -251,7 +260,7 @@ fn known(
     Ok(Known::Read(now, opened))
 }
 
-/// Runs `jobs` (distinct rows) to their answers.
+/// Runs `jobs` to their answers.
 pub async fn run<D: Driver>(driver: &D, recent: &Recent, mut jobs: Vec<Job>) {
     let sealer = driver.sealer();
     loop {
@@ -298,6 +307,11 @@ pub async fn run<D: Driver>(driver: &D, recent: &Recent, mut jobs: Vec<Job>) {
         let mut writing = Vec::new();
         let mut writes = Vec::new();
         let mut again = Vec::new();
+        // The rows this round's statement writes: one write per row, the first job's; a
+        // later job of the batch that would write the same row is decided again on the row
+        // as that write leaves it, in the next round (as if it had queued behind it).
+        let mut written = HashSet::new();
+        let hasher = std::hash::RandomState::new();
         for job in jobs.drain(..) {
             match decide(sealer, &job) {
                 Step::Done(answer) => job.answer(answer),
@@ -305,7 +319,17 @@ pub async fn run<D: Driver>(driver: &D, recent: &Recent, mut jobs: Vec<Job>) {
                     known: Known::Unread,
                     ..job
                 }),
+                Step::Write(..)
+                    if written.contains(&hasher.hash_one((&job.tenant, &job.id)))
+                        && writing.iter().any(|(j, _): &(Job, _)| j.same_row(&job)) =>
+                {
+                    again.push(Job {
+                        known: Known::Unread,
+                        ..job
+                    })
+                }
                 Step::Write(w, claim) => {
+                    written.insert(hasher.hash_one((&job.tenant, &job.id)));
                     writes.push(w);
                     writing.push((job, claim));
                 }

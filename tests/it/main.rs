@@ -47,6 +47,7 @@ mod health_listener;
 mod history;
 mod holder_actions;
 mod hostile;
+mod hot_key;
 mod hot_row;
 mod janitor;
 mod janitor_lock;
