@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 /// The workloads, as the CSV names them.
-const WORKLOADS: [&str; 5] = ["new", "duplicate", "inflight", "mixed", "takeover"];
+const WORKLOADS: [&str; 6] = ["new", "duplicate", "inflight", "mixed", "takeover", "hot"];
 
 /// `claimd-bench` with the short run's flags and none of the test's `CLAIMD_*` variables.
 /// The binary is the workspace's `claimd-bench` crate, built beside claimd by
