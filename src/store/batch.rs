@@ -1,7 +1,7 @@
 //! Group commit: the calls that change rows (Claim, the holder calls, Redrive) queue here,
 //! and a few lanes each take everything queued — up to a batch's size, several jobs of one
-//! row too — and run it as one batch (`rounds`): one read and one write statement, one transaction,
-//! for all of them.
+//! row too — and run it as one batch (`rounds`): one read and one write statement, one
+//! transaction, for all of them.
 //!
 //! The wait to fill a batch is adaptive and never a timer: a lane starts as soon as a job
 //! arrives while none runs, so a caller alone is never held back; jobs that arrive while a

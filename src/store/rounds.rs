@@ -6,10 +6,10 @@
 //!
 //! A round reads the rows of the jobs that need a read (none for a Claim without a
 //! payload of a row this process has not seen exist, which tries its insert first, nor
-//! for a holder call on a row this process last wrote: [`super::recent`]), decides each job with the domain's rules on its row
-//! (`decide_claim`, `apply`, `redrive`), seals what each write changes, and writes all of
-//! them at once, each compare-and-set on the row as decided from ([`super::write`]). A
-//! job whose row changed meanwhile is decided again on the row as the write found it, in
+//! for a holder call on a row this process last wrote: [`super::recent`]), decides each
+//! job with the domain's rules on its row (`decide_claim`, `apply`, `redrive`), seals
+//! what each write changes, and writes all of them at once, each compare-and-set on the
+//! row as decided from ([`super::write`]). A job whose row changed meanwhile is decided again on the row as the write found it, in
 //! the next round, at most [`MAX_RACES`] times. A job is answered only after its write
 //! committed; a job whose caller went away (cancelled) or whose answer is already due is
 //! dropped before the next statement. When a statement fails for the whole batch, each of

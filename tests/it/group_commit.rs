@@ -11,9 +11,8 @@
 //! them go as the next batch once the lock is released.
 
 use crate::common::app::{Backend, TestApp, decision};
-use crate::common::blocker::Blocker;
 use crate::common::receipt_ops::{
-    FP, NS, claim, claim_request, claimed, complete, exists, heartbeat, secs,
+    FP, NS, claim, claim_request, claimed, complete, exists, heartbeat, hold_the_lane, secs,
 };
 use claimd::pb::claim_service_client::ClaimServiceClient;
 use claimd::pb::{ClaimRequest, CompleteRequest, Decision, GetRequest, State};
@@ -34,16 +33,8 @@ async fn a_batch_mixing_every_kind_of_call_answers_each_as_if_it_were_alone(back
         .unwrap();
     let (held, _) = claimed(&app, "held", b"payload").await;
     let (other, _) = claimed(&app, "other", b"payload").await;
-    let (busy, _) = claimed(&app, "busy", b"payload").await;
-
-    // The one lane waits behind the test's lock with a Heartbeat of "busy".
-    let mut blocker = Blocker::hold(&app.database_url, "busy").await;
     let app = Arc::new(app);
-    let first = {
-        let app = app.clone();
-        tokio::spawn(async move { heartbeat(&app, "busy", &busy, Some(60), None).await })
-    };
-    blocker.wait_for_waiter().await;
+    let (blocker, first) = hold_the_lane(&app).await;
 
     let call = |request: ClaimRequest| {
         let mut client = app.client.clone();

@@ -8,8 +8,7 @@
 //! completed receipt.
 
 use crate::common::app::{Backend, TestApp, decision};
-use crate::common::blocker::Blocker;
-use crate::common::receipt_ops::{FP, NS, claim_request, claimed, complete, heartbeat};
+use crate::common::receipt_ops::{FP, NS, claim_request, claimed, complete, hold_the_lane};
 use claimd::pb::{ClaimResponse, Decision, State};
 use std::sync::Arc;
 use tokio::task::JoinHandle;
@@ -28,15 +27,8 @@ async fn duplicates_of_one_key_in_one_batch_are_each_answered_as_if_alone(backen
         .await
         .unwrap();
     let (held, _) = claimed(&app, "held", b"").await;
-    let (busy, _) = claimed(&app, "busy", b"").await;
-
-    let mut blocker = Blocker::hold(&app.database_url, "busy").await;
     let app = Arc::new(app);
-    let first = {
-        let app = app.clone();
-        tokio::spawn(async move { heartbeat(&app, "busy", &busy, Some(60), None).await })
-    };
-    blocker.wait_for_waiter().await;
+    let (blocker, first) = hold_the_lane(&app).await;
 
     let claims = |key: &str, fp: &[u8]| -> Vec<JoinHandle<ClaimResponse>> {
         (0..EACH)

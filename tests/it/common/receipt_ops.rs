@@ -1,12 +1,16 @@
 //! ClaimService calls as the decision, holder and fencing tests write them: a Claim request
 //! to adjust, the four holder actions by key and token, and timestamps in microseconds.
-//! Shared by the `decisions`, `holder_actions`, `fencing` and `sealing` tests.
+//! Shared by the `decisions`, `holder_actions`, `fencing` and `sealing` tests; the batch
+//! tests (`group_commit`, `hot_key`) also hold a claimd's one lane ([`hold_the_lane`]).
 
 use super::app::{TestApp, decision};
+use super::blocker::Blocker;
 use claimd::pb::{
     self, ClaimRequest, ClaimResponse, CompleteRequest, Decision, HeartbeatRequest,
     QuarantineRequest, RetryRequest,
 };
+use std::sync::Arc;
+use tokio::task::JoinHandle;
 use tonic::Status;
 
 /// The namespace every test uses.
@@ -157,4 +161,20 @@ pub async fn quarantine(
     };
     let reply = app.client.clone().quarantine(request).await?.into_inner();
     Ok(reply.receipt.expect("Quarantine returns a receipt"))
+}
+
+/// Holds `app`'s one lane (`--group-commit-lanes 1`): a Heartbeat of the key `busy`, claimed
+/// here, waits behind the test's lock on its row, so every call sent until the blocker is
+/// released queues for one batch. Returns the blocker and the Heartbeat's task.
+pub async fn hold_the_lane(
+    app: &Arc<TestApp>,
+) -> (Blocker, JoinHandle<Result<pb::Receipt, Status>>) {
+    let (busy, _) = claimed(app, "busy", b"").await;
+    let mut blocker = Blocker::hold(&app.database_url, "busy").await;
+    let first = {
+        let app = app.clone();
+        tokio::spawn(async move { heartbeat(&app, "busy", &busy, Some(60), None).await })
+    };
+    blocker.wait_for_waiter().await;
+    (blocker, first)
 }
