@@ -185,6 +185,14 @@ pub struct ServeArgs {
     /// gRPC-Web or Connect (CORS), comma-separated; none by default (no CORS headers).
     #[arg(long, env = "CLAIMD_CORS_ALLOW_ORIGIN", value_delimiter = ',')]
     pub cors_allow_origin: Vec<String>,
+    /// Where the operator's console (a web page: sign in with an API key) listens; off
+    /// unless set. Its own address, never the gRPC port; TLS when the gRPC listener has it.
+    #[arg(long, env = "CLAIMD_CONSOLE_LISTEN")]
+    pub console_listen: Option<SocketAddr>,
+    /// Namespaces whose payloads (recovery payload, checkpoint, response) the console shows,
+    /// comma-separated; `*` for every namespace. None by default: sizes only.
+    #[arg(long, env = "CLAIMD_CONSOLE_SHOW_PAYLOADS", value_delimiter = ',')]
+    pub console_show_payloads: Vec<String>,
 }
 
 /// Everything `serve` needs, validated.
@@ -237,6 +245,10 @@ pub struct Config {
     pub max_waiting_claims: usize,
     /// Origins allowed by CORS (none: no CORS headers).
     pub cors_allow_origins: Vec<http::HeaderValue>,
+    /// The console's address, if it is on; port 0 picks a free port.
+    pub console_listen: Option<SocketAddr>,
+    /// Namespaces whose payloads the console shows (`*`: all).
+    pub console_show_payloads: Vec<String>,
     /// Failed authentications per peer address per window; 0: no limit.
     pub auth_failure_limit: u32,
     /// Refill time of the failure limit.
@@ -319,6 +331,8 @@ impl Config {
             metrics_listen: args.metrics_listen.0,
             metrics_namespace_limit: args.metrics_namespace_limit,
             cors_allow_origins: cors_origins(&args.cors_allow_origin)?,
+            console_listen: args.console_listen,
+            console_show_payloads: console_payloads(&args.console_show_payloads)?,
             metrics_interval: args.metrics_interval,
             allow_unauthenticated: args.allow_unauthenticated,
             key_cache_ttl: args.key_cache_ttl,
@@ -331,6 +345,23 @@ impl Config {
             key_touch_interval: args.auth.key_touch_interval,
         })
     }
+}
+
+/// `--console-show-payloads`' values: namespace names, or `*`; an error names the flag.
+fn console_payloads(namespaces: &[String]) -> anyhow::Result<Vec<String>> {
+    namespaces
+        .iter()
+        .map(|n| n.trim())
+        .filter(|n| !n.is_empty())
+        .map(|n| {
+            if n != "*" {
+                crate::domain::check_name(n, crate::domain::MAX_NAMESPACE).map_err(|e| {
+                    anyhow::anyhow!("--console-show-payloads: {n:?} is not a namespace: {e}")
+                })?;
+            }
+            Ok(n.to_owned())
+        })
+        .collect()
 }
 
 /// `--cors-allow-origin`'s values as header values; an error names the flag.

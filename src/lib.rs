@@ -12,6 +12,8 @@
 //! - [`api`] — the tonic service: validation, tenant from the request context, errors →
 //!   status codes (the only place statuses are made).
 //! - [`admin`] — `claimd keys …`: operator commands on the database.
+//! - [`console`] — the operator's web console on `--console-listen`: sessions, pages,
+//!   Redrive and Quarantine through the same calls as gRPC.
 //! - [`auth`] — API keys → tenant and namespaces, as a tower layer; protected mode.
 //! - [`body_limit`] — the layer that bounds reading request bodies: a deadline, and the
 //!   bytes all calls and each source may hold at once.
@@ -42,6 +44,7 @@ pub mod auth;
 pub mod body_limit;
 pub mod config;
 pub mod connect;
+pub mod console;
 pub mod deadline;
 pub mod domain;
 pub mod drain;

@@ -40,10 +40,9 @@ mod sources;
 pub use bind::{BindError, bind};
 pub use io::LimitedIo;
 pub use refused::{CONNECTIONS_REFUSED, Refusals, Refused};
-pub use sources::{HandshakeSlot, Handshakes};
+pub use sources::{HandshakeSlot, Handshakes, PerSource, SourceSlot};
 
 use crate::source::Source;
-use sources::PerSource;
 
 use std::io::Result;
 use std::pin::Pin;

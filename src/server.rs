@@ -34,6 +34,7 @@ pub struct Application {
     listener: TcpListener,
     health_listener: Option<TcpListener>,
     metrics_listener: Option<TcpListener>,
+    console_listener: Option<TcpListener>,
     tls: Option<std::sync::Arc<rustls::ServerConfig>>,
     store: Arc<dyn Store>,
     policies: PolicyHandle,
@@ -56,10 +57,15 @@ impl Application {
             None => None,
         };
         let metrics_listener = crate::telemetry::bind_metrics(config.metrics_listen).await?;
+        let console_listener = match config.console_listen {
+            Some(addr) => Some(crate::listener::bind("--console-listen", addr).await?),
+            None => None,
+        };
         Ok(Application {
             listener,
             health_listener,
             metrics_listener,
+            console_listener,
             tls,
             store,
             policies: PolicyHandle::new(config.policies.clone()),
@@ -87,6 +93,14 @@ impl Application {
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         // A bound TCP listener always has a local address.
         self.metrics_listener
+            .as_ref()
+            .map(|l| l.local_addr().expect("bound listener has an address"))
+    }
+
+    /// The address of the operator's console, if it is on.
+    pub fn console_addr(&self) -> Option<SocketAddr> {
+        // A bound TCP listener always has a local address.
+        self.console_listener
             .as_ref()
             .map(|l| l.local_addr().expect("bound listener has an address"))
     }
@@ -137,18 +151,18 @@ impl Application {
         .with_namespace_limit(self.config.metrics_namespace_limit)
         .with_page_bytes(self.config.list_page_bytes)
         .with_waits(self.config.max_waiting_claims, drain.clone());
-        // Requests no larger than the largest valid one; answers as large as a full page.
-        let claims = ClaimServiceServer::new(api)
-            .max_decoding_message_size(MAX_REQUEST_BYTES)
-            .max_encoding_message_size(max_response_bytes(self.config.list_page_bytes));
-        let health_service = health_service.max_decoding_message_size(MAX_REQUEST_BYTES);
-        let reflection_v1 = reflection_v1.max_decoding_message_size(MAX_REQUEST_BYTES);
-        let reflection_v1alpha = reflection_v1alpha.max_decoding_message_size(MAX_REQUEST_BYTES);
         let auth = Arc::new(Authenticator::new(
             self.store.clone(),
             self.config.allows_calls_without_keys(),
             self.config.auth_options(),
         ));
+        // Requests no larger than the largest valid one; answers as large as a full page.
+        let claims = ClaimServiceServer::new(api.clone())
+            .max_decoding_message_size(MAX_REQUEST_BYTES)
+            .max_encoding_message_size(max_response_bytes(self.config.list_page_bytes));
+        let health_service = health_service.max_decoding_message_size(MAX_REQUEST_BYTES);
+        let reflection_v1 = reflection_v1.max_decoding_message_size(MAX_REQUEST_BYTES);
+        let reflection_v1alpha = reflection_v1alpha.max_decoding_message_size(MAX_REQUEST_BYTES);
         let touch = auth.spawn_touch();
         let probe = tokio::spawn(probe_health(
             self.store.clone(),
@@ -156,6 +170,15 @@ impl Application {
             self.config.health_interval,
         ));
         let janitor = JanitorTask::spawn(self.janitor(), self.config.janitor.interval);
+        // Served until run_until returns (dropping the guard aborts it).
+        let (console_tls, shown) = (self.tls.clone(), &self.config.console_show_payloads);
+        let _console = self.console_listener.map(|listener| {
+            let tls = console_tls.is_some();
+            let console =
+                crate::console::Console::new(api.clone(), auth.clone(), shown.clone(), tls);
+            let serve = crate::console::serve(listener, Arc::new(console), console_tls);
+            AbortOnDrop(tokio::spawn(serve))
+        });
 
         let (health_stop_tx, health_stop_rx) = tokio::sync::oneshot::channel::<()>();
         let limits = self.config.connections.clone();
@@ -250,6 +273,15 @@ impl Application {
             janitor.abort();
         }
         Ok(())
+    }
+}
+
+/// Aborts the task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -8,6 +8,7 @@
 //! `--metrics-listen` at `/metrics` ([`exporter`]); namespace labels are bounded
 //! ([`NamespaceLabels`]). No tenant id, key, token or payload is ever a label or a log field.
 
+pub mod activity;
 mod calls;
 pub mod exporter;
 mod gauges;
@@ -15,6 +16,7 @@ mod labels;
 mod rpc;
 pub mod waits;
 
+pub use activity::Activity;
 pub use calls::{ClaimTelemetry, WARN_EVERY, decision_name, note_namespace, store_error};
 pub use exporter::{Exporter, STORE_ERROR_KINDS, bind as bind_metrics, recorder};
 pub use gauges::refresh;

@@ -31,6 +31,8 @@ impl ClaimsApi {
             limit,
             max_bytes: self.page_bytes,
             after,
+            key_prefix: None,
+            updated_since: None,
         };
         let page = self.store.list(&caller.tenant, &query).await?;
         Ok(Response::new(pb::ListResponse {

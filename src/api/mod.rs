@@ -8,15 +8,20 @@ mod error;
 mod validate;
 mod wait;
 
+pub use convert::{decode_list_token, encode_list_token};
 pub use error::{InvalidField, oversized_is_resource_exhausted, undecodable_is_invalid_argument};
-pub use validate::{DEFAULT_MAX_BLOB, MAX_RECEIPT_BYTES, MAX_REQUEST_BYTES, max_response_bytes};
+pub use validate::{
+    DEFAULT_MAX_BLOB, MAX_KEY, MAX_RECEIPT_BYTES, MAX_REQUEST_BYTES, max_response_bytes,
+};
 pub use wait::{DEFAULT_MAX_WAITING_CLAIMS, MAX_WAIT, Waits};
 
 use crate::auth::Principal;
 use crate::domain::{Action, ClaimInput, PolicyHandle, ReceiptKey};
 use crate::pb::{self, claim_service_server::ClaimService};
 use crate::store::{OrphanQuery, Store};
-use crate::telemetry::{ClaimTelemetry, DEFAULT_NAMESPACE_LIMIT, NamespaceLabels, note_namespace};
+use crate::telemetry::{
+    Activity, ClaimTelemetry, DEFAULT_NAMESPACE_LIMIT, NamespaceLabels, note_namespace,
+};
 use chrono::TimeDelta;
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
@@ -30,6 +35,7 @@ pub struct ClaimsApi {
     max_blob: usize,
     page_bytes: usize,
     telemetry: Arc<ClaimTelemetry>,
+    activity: Arc<Activity>,
     waits: Waits,
 }
 
@@ -44,6 +50,7 @@ impl ClaimsApi {
             max_blob,
             page_bytes: crate::store::DEFAULT_PAGE_BYTES,
             telemetry: Arc::new(ClaimTelemetry::new(labels)),
+            activity: Arc::default(),
             waits: Waits::new(
                 DEFAULT_MAX_WAITING_CLAIMS as usize,
                 crate::drain::Drain::default(),
@@ -70,6 +77,18 @@ impl ClaimsApi {
         let labels = NamespaceLabels::new(self.policies.clone(), limit);
         self.telemetry = Arc::new(ClaimTelemetry::new(labels));
         self
+    }
+}
+
+impl ClaimsApi {
+    /// The Claims this service decided in the last minute, per tenant and namespace.
+    pub fn activity(&self) -> Arc<Activity> {
+        self.activity.clone()
+    }
+
+    /// The store this service calls.
+    pub fn store(&self) -> Arc<dyn Store> {
+        self.store.clone()
     }
 }
 
@@ -143,6 +162,7 @@ impl ClaimService for ClaimsApi {
         let namespace = &outcome.receipt.id.namespace;
         let (decision, attempt) = (outcome.decision, req.delivery_attempt);
         self.telemetry.claim_decided(namespace, decision, attempt);
+        self.activity.note(&tenant, namespace, decision);
         Ok(Response::new(pb::ClaimResponse {
             decision: convert::decision(outcome.decision) as i32,
             claim_token: outcome.token().map(|t| t.to_string()).unwrap_or_default(),

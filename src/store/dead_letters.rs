@@ -27,6 +27,10 @@ pub struct ListQuery {
     pub max_bytes: usize,
     /// Continue after this receipt.
     pub after: Option<ListCursor>,
+    /// Only keys that start with this (the console's filter; the List RPC has none).
+    pub key_prefix: Option<String>,
+    /// Only receipts changed at or after this time (the console's filter).
+    pub updated_since: Option<crate::domain::Timestamp>,
 }
 
 impl ListQuery {

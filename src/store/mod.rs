@@ -28,7 +28,7 @@ pub use batch::BatchOptions;
 pub use clock::Clock;
 pub(crate) use dead_letters::same_sealed_fields;
 pub use dead_letters::{ListCursor, ListPage, ListQuery};
-pub use orphans::{OrphanCounts, OrphanCursor, OrphanPage, OrphanQuery};
+pub use orphans::{NamespaceCounts, OrphanCounts, OrphanCursor, OrphanPage, OrphanQuery};
 pub(crate) use page::PageBudget;
 pub use page::{DEFAULT_PAGE_BYTES, RECEIPT_OVERHEAD, receipt_bytes};
 pub use postgres::NotifyOptions;
@@ -222,12 +222,20 @@ pub trait Reseal: Send + Sync {
     ) -> Result<ResealBatch, StoreError>;
 }
 
+/// The most namespaces [`Gauges::namespace_counts`] returns.
+pub const MAX_OVERVIEW_NAMESPACES: i64 = 1000;
+
 /// What the metrics gauges read.
 #[async_trait]
 pub trait Gauges: Send + Sync {
     /// Orphans of every tenant by reason, due now: the `claimd_orphans` gauge. Counted
     /// over the due-time index, which holds only unfinished receipts.
     async fn count_orphans(&self) -> Result<OrphanCounts, StoreError>;
+
+    /// The tenant's receipts by namespace and state, with the orphans due now, in
+    /// namespace order (at most [`MAX_OVERVIEW_NAMESPACES`]): one scan of the tenant's
+    /// rows, for the console's overview.
+    async fn namespace_counts(&self, tenant: &str) -> Result<Vec<NamespaceCounts>, StoreError>;
 
     /// The connection pool right now: the `claimd_db_pool_connections` gauge.
     fn pool_stats(&self) -> PoolStats;

@@ -56,6 +56,38 @@ pub struct OrphanCounts {
     pub retry_due: u64,
 }
 
+/// One namespace of a tenant by state, with its orphans (the console's overview).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NamespaceCounts {
+    /// The namespace.
+    pub namespace: String,
+    /// Receipts PROCESSING (orphans with an expired lease included).
+    pub processing: u64,
+    /// Receipts RETRY_WAIT (orphans whose retry is due included).
+    pub retry_wait: u64,
+    /// Receipts COMPLETED.
+    pub completed: u64,
+    /// Receipts QUARANTINED: the dead letters.
+    pub quarantined: u64,
+    /// Orphans: PROCESSING with an expired lease, or RETRY_WAIT whose retry is due.
+    pub orphans: u64,
+}
+
+impl NamespaceCounts {
+    /// From a driver's row: the namespace, then the counts in field order.
+    pub(crate) fn from_row(row: (String, i64, i64, i64, i64, i64)) -> NamespaceCounts {
+        let n = |v: i64| u64::try_from(v).unwrap_or_default();
+        NamespaceCounts {
+            namespace: row.0,
+            processing: n(row.1),
+            retry_wait: n(row.2),
+            completed: n(row.3),
+            quarantined: n(row.4),
+            orphans: n(row.5),
+        }
+    }
+}
+
 /// One page of `tenant`'s orphans, quarantining those that do not open, fetched a chunk at
 /// a time until the page's budget of orphans and bytes is spent ([`PageBudget`]).
 pub(crate) async fn list_orphans<D: Driver>(

@@ -218,6 +218,8 @@ impl Model {
                     limit: page,
                     max_bytes: claimd::store::DEFAULT_PAGE_BYTES,
                     after: None,
+                    key_prefix: None,
+                    updated_since: None,
                 };
                 return Request::List(who, query);
             }

@@ -10,10 +10,20 @@ use crate::domain::{Receipt, State};
 use crate::store::driver::{Pages, Row};
 use crate::store::row::columns;
 use crate::store::{
-    Gauges, ListQuery, NotifyQueue, OrphanCounts, OrphanCursor, OrphanQuery, PoolStats, StoreError,
-    StoredBlobs,
+    Gauges, ListQuery, MAX_OVERVIEW_NAMESPACES, NamespaceCounts, NotifyQueue, OrphanCounts,
+    OrphanCursor, OrphanQuery, PoolStats, StoreError, StoredBlobs,
 };
 use async_trait::async_trait;
+
+/// The console's filters (`ListQuery::key_prefix`, `updated_since`), NULL for a List call:
+/// applied to the rows the page's index range yields, in its order.
+macro_rules! list_filters {
+    () => {
+        "
+      AND ($7::text IS NULL OR starts_with(key, $7))
+      AND ($8::timestamptz IS NULL OR updated_at >= $8)"
+    };
+}
 
 /// The cursor is always bound: the first page starts after ('', ''), which comes before every
 /// row since namespaces and keys are never empty. So the cursor is always an index condition,
@@ -27,7 +37,9 @@ const LIST: &str = concat!(
     " FROM receipts
     WHERE tenant_id = $1 AND state = ANY($2::text[])
       AND ($3::text IS NULL OR namespace = $3)
-      AND (namespace, key) > ($4, $5::text)
+      AND (namespace, key) > ($4, $5::text)",
+    list_filters!(),
+    "
     ORDER BY namespace, key
     LIMIT $6"
 );
@@ -44,7 +56,8 @@ macro_rules! list_branch {
             $state,
             "' = ANY($2::text[])
       AND ($3::text IS NULL OR namespace = $3)
-      AND (namespace, key) > ($4, $5::text)"
+      AND (namespace, key) > ($4, $5::text)",
+            list_filters!()
         )
     };
 }
@@ -139,6 +152,8 @@ impl Pages for PgDriver {
             .bind(after.map_or("", |c| c.namespace.as_str()))
             .bind(after.map_or("", |c| c.key.as_str()))
             .bind(i64::from(query.limit) + 1)
+            .bind(&query.key_prefix)
+            .bind(query.updated_since)
             .fetch_all(&self.pool);
         let rows = self
             .bounded(async { rows.await.map_err(interpret) })
@@ -197,8 +212,36 @@ impl Pages for PgDriver {
     }
 }
 
+/// A tenant's receipts by namespace and state, and its orphans (`due_at` is set only while
+/// unfinished), over the primary key's range of the tenant.
+const BY_NAMESPACE: &str = concat!(
+    "SELECT namespace,
+        count(*) FILTER (WHERE state = 'processing'),
+        count(*) FILTER (WHERE state = 'retry_wait'),
+        count(*) FILTER (WHERE state = 'completed'),
+        count(*) FILTER (WHERE state = 'quarantined'),
+        count(*) FILTER (WHERE due_at <= ",
+    clock!("$2", "$3"),
+    ")
+    FROM receipts WHERE tenant_id = $1
+    GROUP BY namespace ORDER BY namespace LIMIT $4"
+);
+
 #[async_trait]
 impl Gauges for PgDriver {
+    async fn namespace_counts(&self, tenant: &str) -> Result<Vec<NamespaceCounts>, StoreError> {
+        let rows = sqlx::query_as(BY_NAMESPACE)
+            .bind(tenant)
+            .bind(self.frozen())
+            .bind(self.offset())
+            .bind(MAX_OVERVIEW_NAMESPACES)
+            .fetch_all(&self.pool);
+        let rows: Vec<(String, i64, i64, i64, i64, i64)> = self
+            .bounded(async { rows.await.map_err(interpret) })
+            .await?;
+        Ok(rows.into_iter().map(NamespaceCounts::from_row).collect())
+    }
+
     async fn count_orphans(&self) -> Result<OrphanCounts, StoreError> {
         let counts = sqlx::query_as(COUNT)
             .bind(self.frozen())

@@ -11,9 +11,21 @@ use crate::domain::{Receipt, State};
 use crate::store::driver::{Pages, Row};
 use crate::store::row::columns;
 use crate::store::{
-    Gauges, ListQuery, OrphanCounts, OrphanCursor, OrphanQuery, PoolStats, StoreError, StoredBlobs,
+    Gauges, ListQuery, MAX_OVERVIEW_NAMESPACES, NamespaceCounts, OrphanCounts, OrphanCursor,
+    OrphanQuery, PoolStats, StoreError, StoredBlobs,
 };
 use async_trait::async_trait;
+
+/// The console's filters (`ListQuery::key_prefix`, `updated_since`), NULL for a List call:
+/// applied to the rows the page's index range yields, in its order. `substr` and `length`
+/// count characters of the key and the prefix alike.
+macro_rules! list_filters {
+    () => {
+        "
+      AND (?10 IS NULL OR substr(key, 1, length(?10)) = ?10)
+      AND (?11 IS NULL OR updated_at >= ?11)"
+    };
+}
 
 /// List of every state, or of some with COMPLETED: the primary key's order is the page's
 /// order, and completed receipts are the bulk of a tenant's, so few rows are read past the
@@ -25,7 +37,9 @@ const LIST_BY_KEY: &str = concat!(
     " FROM receipts
     WHERE tenant_id = ?1 AND state IN (?2, ?3, ?4, ?5)
       AND (?6 IS NULL OR namespace = ?6)
-      AND (namespace, key) > (?7, ?8)
+      AND (namespace, key) > (?7, ?8)",
+    list_filters!(),
+    "
     ORDER BY namespace, key
     LIMIT ?9"
 );
@@ -50,7 +64,9 @@ macro_rules! list_branch {
             $state,
             "' IN (?2, ?3, ?4, ?5)
       AND (?6 IS NULL OR namespace = ?6)
-      AND (namespace, key) > (?7, ?8)
+      AND (namespace, key) > (?7, ?8)",
+            list_filters!(),
+            "
     ORDER BY namespace, key
     LIMIT ?9)"
         )
@@ -101,6 +117,17 @@ const COUNT: &str = "SELECT
     FROM receipts INDEXED BY receipts_due_idx
     WHERE due_at IS NOT NULL AND due_at <= ?1";
 
+/// A tenant's receipts by namespace and state, and its orphans (`due_at` is set only while
+/// unfinished), over the primary key's range of the tenant.
+const BY_NAMESPACE: &str = "SELECT namespace,
+        COALESCE(SUM(state = 'processing'), 0),
+        COALESCE(SUM(state = 'retry_wait'), 0),
+        COALESCE(SUM(state = 'completed'), 0),
+        COALESCE(SUM(state = 'quarantined'), 0),
+        COALESCE(SUM(due_at IS NOT NULL AND due_at <= ?2), 0)
+    FROM receipts WHERE tenant_id = ?1
+    GROUP BY namespace ORDER BY namespace LIMIT ?3";
+
 #[async_trait]
 impl Pages for SqliteDriver {
     async fn list_rows(&self, tenant: &str, query: &ListQuery) -> Result<Vec<Row>, StoreError> {
@@ -122,6 +149,8 @@ impl Pages for SqliteDriver {
             .bind(after.map_or("", |c| c.namespace.as_str()))
             .bind(after.map_or("", |c| c.key.as_str()))
             .bind(i64::from(query.limit) + 1)
+            .bind(&query.key_prefix)
+            .bind(query.updated_since.map(micros))
             .fetch_all(&self.reader)
             .await
             .map_err(interpret)?;
@@ -178,6 +207,17 @@ impl Pages for SqliteDriver {
 
 #[async_trait]
 impl Gauges for SqliteDriver {
+    async fn namespace_counts(&self, tenant: &str) -> Result<Vec<NamespaceCounts>, StoreError> {
+        let rows: Vec<(String, i64, i64, i64, i64, i64)> = sqlx::query_as(BY_NAMESPACE)
+            .bind(tenant)
+            .bind(micros(self.clock.now()))
+            .bind(MAX_OVERVIEW_NAMESPACES)
+            .fetch_all(&self.reader)
+            .await
+            .map_err(interpret)?;
+        Ok(rows.into_iter().map(NamespaceCounts::from_row).collect())
+    }
+
     async fn count_orphans(&self) -> Result<OrphanCounts, StoreError> {
         let (lease_expired, retry_due): (i64, i64) = sqlx::query_as(COUNT)
             .bind(micros(self.clock.now()))

@@ -80,6 +80,9 @@ pub struct TestApp {
     pub health_addr: Option<SocketAddr>,
     /// Where Prometheus `/metrics` is served (port 0 unless the test turned metrics off).
     pub metrics_addr: Option<SocketAddr>,
+    /// Where the operator's console is served, if the configuration turned it on
+    /// (`config.console_listen`).
+    pub console_addr: Option<SocketAddr>,
     /// A connected client.
     pub client: ClaimServiceClient<Channel>,
     /// The server's janitor (same store and policies): `run_once` prunes now.

@@ -86,6 +86,7 @@ impl<'a> TestAppBuilder<'a> {
         let addr = app.local_addr();
         let health_addr = app.health_addr();
         let metrics_addr = app.metrics_addr();
+        let console_addr = app.console_addr();
         let janitor = app.janitor();
         let policies = app.policies();
         let (tx, rx) = oneshot::channel::<()>();
@@ -107,6 +108,7 @@ impl<'a> TestAppBuilder<'a> {
             client_addr,
             health_addr,
             metrics_addr,
+            console_addr,
             janitor,
             policies,
             client,
