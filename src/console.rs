@@ -3,8 +3,11 @@
 //! and state, orphans and dead letters, with Redrive, Quarantine and bulk Redrive.
 //!
 //! - this file: the listener — HTTP/1.1 (hyper), TLS when the gRPC listener has it, at most
-//!   [`MAX_CONNECTIONS`] connections and [`MAX_PER_SOURCE`] per source, 10 s to send a
-//!   request head, a connection closed after [`MAX_CONNECTION_AGE`];
+//!   [`MAX_CONNECTIONS`] connections and [`MAX_PER_SOURCE`] per source (one beyond either is
+//!   closed before anything is read), [`READ_TIMEOUT`] for a TLS handshake and for each
+//!   request head (of at most [`MAX_HEAD_BYTES`]), a connection closed after
+//!   [`MAX_CONNECTION_AGE`]. So filling every slot takes 32 sources, each slot costs at
+//!   most a head buffer, and a slot held by a silent client is free again within 10 s;
 //! - `session`: sign-in with an API key → an HttpOnly, SameSite=Strict session cookie and
 //!   the session's CSRF token; sessions live in this process's memory, bounded;
 //! - `routes`: the pages and forms, each checked for a session (and a POST for its CSRF
@@ -34,9 +37,11 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 /// Connections the console serves at once.
-pub const MAX_CONNECTIONS: usize = 64;
+pub const MAX_CONNECTIONS: usize = 256;
 /// Connections one source (an IPv4 address, an IPv6 /64) may hold at once.
 pub const MAX_PER_SOURCE: usize = 8;
+/// The most bytes of a request head the console buffers (beyond: 431).
+pub const MAX_HEAD_BYTES: usize = 16 * 1024;
 /// How long a connection is served before it is closed (a browser opens another).
 pub const MAX_CONNECTION_AGE: Duration = Duration::from_secs(120);
 /// Time to send a request's head, and (`routes`) a form's body.
@@ -155,7 +160,7 @@ where
     let served = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(READ_TIMEOUT)
-        .max_buf_size(64 * 1024)
+        .max_buf_size(MAX_HEAD_BYTES)
         .serve_connection(TokioIo::new(stream), service)
         .await;
     if let Err(e) = served {

@@ -4,13 +4,15 @@
 //! flood (`hostile/bodies.rs`), connections that hold a slot and send nothing, plaintext or
 //! TLS, from one source while another is served (`hostile/stalls.rs`), floods of wrong
 //! API keys from one source and from ten thousand (`hostile/keys.rs`), and floods of
-//! unfinished request bodies on the HTTP door, plaintext and TLS (`hostile/door.rs`).
+//! unfinished request bodies on the HTTP door, plaintext and TLS (`hostile/door.rs`), and
+//! of unauthenticated callers at the operator console (`hostile/console.rs`).
 //! After each: the offending connection is closed or its call answered with the right
 //! status, a normal Claim on a new connection succeeds, the log has no `panicked`, and the
 //! resident memory grew by less than [`RSS_BOUND_KIB`]. The property test over decoding
 //! and validation is `hostile/fuzz.rs`.
 
 mod bodies;
+mod console;
 mod door;
 mod frames;
 mod fuzz;

@@ -23,6 +23,8 @@ mod connect_bodies;
 mod connect_linger;
 mod connect_protected;
 mod connect_transports;
+mod console;
+mod console_browser;
 mod dead_letters;
 mod dead_letters_redrive;
 mod deadlines;
