@@ -1,4 +1,4 @@
-//! The operator's console (docs/DESIGN.md §5.4): a server-rendered web page on its own
+//! The operator's console (docs/DESIGN.md §5.12): a server-rendered web page on its own
 //! listener (`--console-listen`, off by default) showing a tenant's receipts by namespace
 //! and state, orphans and dead letters, with Redrive, Quarantine and bulk Redrive.
 //!

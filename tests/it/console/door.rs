@@ -1,4 +1,4 @@
-//! The console's door against hostile callers (issue 31; docs/DESIGN.md §5.4), on SQLite
+//! The console's door against hostile callers (issue 31; docs/DESIGN.md §5.12), on SQLite
 //! (the door is the same for both stores): a POST without a session is refused from its
 //! head, its declared body never read; a sign-in form over its limit is refused; a head or
 //! a form that never ends is given up at the read deadline; one source holds at most
