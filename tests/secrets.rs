@@ -1,7 +1,8 @@
 //! Nothing secret in the clear (docs/DESIGN.md §3.6): a canary API key, claim tokens and payloads
-//! driven through every path — success, each error, ListOrphaned, quarantine — never appear
-//! in the server's logs at TRACE level, in any error message, or in plaintext in any
-//! database column, on both stores.
+//! driven through every path — success, each error, ListOrphaned, quarantine, and the
+//! operator console's sign-in, pages and refusals — never appear in the server's logs at
+//! TRACE level, in any error message or console page, or in plaintext in any database
+//! column, on both stores.
 //!
 //! A binary of its own, not a module of `it`: the capture is a global tracing subscriber at
 //! TRACE for every crate, and in the shared binary it would record (and slow down) every
@@ -251,6 +252,62 @@ async fn raw_columns(app: &TestApp) -> Vec<Vec<u8>> {
     columns
 }
 
+/// One console request over a fresh connection: the answer's status, head and body.
+async fn console(app: &TestApp, method: &str, path: &str, cookie: &str, form: &str) -> String {
+    let addr = app.console_addr.expect("the console is on");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
+         Cookie: claimd_console={cookie}\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+         Content-Length: {}\r\n\r\n",
+        form.len()
+    );
+    common::http1::send(&mut stream, &head, form.as_bytes()).await;
+    let answer = common::http1::answer(&mut stream, Duration::from_secs(10))
+        .await
+        .unwrap();
+    let head: Vec<String> = answer
+        .headers
+        .iter()
+        .map(|(n, v)| format!("{n}: {v}"))
+        .collect();
+    format!(
+        "{} {}\n{}",
+        answer.status,
+        head.join("\n"),
+        String::from_utf8_lossy(&answer.body)
+    )
+}
+
+/// The console driven with the canary key: a wrong sign-in, a sign-in, the overview, the
+/// list and a receipt's page, a form without its token. Returns the session id and its
+/// CSRF token (secrets too) and every page it got.
+async fn drive_console(app: &TestApp, key: &str) -> (Vec<String>, Vec<String>) {
+    let near_miss = format!("key={key}x");
+    let mut pages = vec![console(app, "POST", "/login", "", &near_miss).await];
+    let form = serde_urlencoded::to_string([("key", key)]).unwrap();
+    let signed_in = console(app, "POST", "/login", "", &form).await;
+    let cookie = signed_in
+        .split("claimd_console=")
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .expect("a session cookie")
+        .to_owned();
+    let overview = console(app, "GET", "/", &cookie, "").await;
+    let at = overview.find("name=\"csrf\" value=\"").expect("a form") + 19;
+    let csrf = overview[at..].split('"').next().unwrap().to_owned();
+    pages.push(overview);
+    for path in [
+        "/receipts?namespace=hooks",
+        "/receipt?namespace=hooks&key=ev-1",
+    ] {
+        pages.push(console(app, "GET", path, &cookie, "").await);
+    }
+    let unsigned = "namespace=hooks&key=ev-1";
+    pages.push(console(app, "POST", "/receipt/redrive", &cookie, unsigned).await);
+    (vec![cookie, csrf], pages)
+}
+
 fn contains(haystack: &[u8], needle: &str) -> bool {
     haystack
         .windows(needle.len())
@@ -259,7 +316,11 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
 
 async fn nothing_secret_reaches_logs_errors_or_raw_rows(backend: Backend) {
     let logs = captured_logs();
-    let app = TestApp::builder().backend(backend).spawn().await;
+    let app = TestApp::builder()
+        .backend(backend)
+        .configure(|c| c.console_listen = Some(([127, 0, 0, 1], 0).into()))
+        .spawn()
+        .await;
     let generated = generate_key();
     let new = NewApiKey {
         id: generated.id.clone(),
@@ -269,17 +330,43 @@ async fn nothing_secret_reaches_logs_errors_or_raw_rows(backend: Backend) {
         namespaces: None,
     };
     app.store().await.create_key(&new).await.unwrap();
-    let (tokens, errors) = drive(&app, &generated.key).await;
+    let (tokens, mut errors) = drive(&app, &generated.key).await;
     assert!(errors.len() >= 8, "every error path ran: {errors:?}");
+    let (session, pages) = drive_console(&app, &generated.key).await;
+    assert!(
+        pages.iter().any(|p| p.contains("ev-1")),
+        "the console showed the receipt"
+    );
 
     let (_, secret) = claimd::auth::parse_key(&generated.key).unwrap();
     let mut secrets: Vec<&str> = vec![&generated.key, secret, PAYLOAD, CHECKPOINT, RESPONSE, ERROR];
     secrets.extend(tokens.iter().map(String::as_str));
+    // The console's pages may show neither the key nor (without --console-show-payloads) a
+    // payload, checkpoint or response; the last error is shown to its tenant by design, and
+    // the session's CSRF token is in its own pages' forms by design.
+    for page in &pages {
+        for s in secrets.iter().filter(|s| **s != ERROR) {
+            assert!(!page.contains(s), "{s} appears on a console page:\n{page}");
+        }
+    }
+    errors.extend(
+        pages
+            .iter()
+            .filter(|p| !p.starts_with("200") && !p.starts_with("303"))
+            .cloned(),
+    );
     let logged = logs.lock().unwrap().clone();
     assert!(
         contains(&logged, "hooks"),
         "the log capture works (namespaces are logged)"
     );
+    // The console's session id and CSRF token are secrets of the logs too.
+    for s in &session {
+        assert!(
+            !contains(&logged, s),
+            "a console session secret appears in the TRACE logs"
+        );
+    }
     for s in &secrets {
         assert!(!contains(&logged, s), "{s} appears in the TRACE logs");
         for e in &errors {
