@@ -1,5 +1,5 @@
-//! `--listen`, `--health-listen` and `--metrics-listen`: an address in use, a port below
-//! 1024 without the privilege, an address this machine does not have.
+//! `--listen`, `--health-listen`, `--metrics-listen` and `--console-listen`: an address in use, a
+//! port below 1024 without the privilege, an address this machine does not have.
 
 use super::{assert_names, error_line, refused, serve_in};
 use std::net::{SocketAddr, TcpListener};
@@ -14,7 +14,12 @@ fn taken() -> (TcpListener, SocketAddr) {
 
 #[tokio::test]
 async fn a_listen_address_in_use_is_named_with_its_flag() {
-    for flag in ["--listen", "--health-listen", "--metrics-listen"] {
+    for flag in [
+        "--listen",
+        "--health-listen",
+        "--metrics-listen",
+        "--console-listen",
+    ] {
         let data = tempfile::tempdir().expect("temp dir");
         let (_holder, addr) = taken();
         let mut cmd = serve_in(data.path());
@@ -35,7 +40,12 @@ async fn a_listen_address_in_use_is_named_with_its_flag() {
 async fn an_address_not_on_this_machine_is_named_with_its_flag() {
     // 192.0.2.0/24 is TEST-NET-1 (RFC 5737): no machine has it.
     let absent = "192.0.2.1:50051";
-    for flag in ["--listen", "--health-listen", "--metrics-listen"] {
+    for flag in [
+        "--listen",
+        "--health-listen",
+        "--metrics-listen",
+        "--console-listen",
+    ] {
         let data = tempfile::tempdir().expect("temp dir");
         let mut cmd = serve_in(data.path());
         cmd.arg(flag).arg(absent).arg("--allow-unauthenticated");
@@ -66,7 +76,12 @@ async fn a_privileged_port_without_the_privilege_is_named_with_its_flag() {
         "this kernel lets anyone bind any port: the case cannot happen here"
     );
     let addr = format!("127.0.0.1:{}", start - 1);
-    for flag in ["--listen", "--health-listen", "--metrics-listen"] {
+    for flag in [
+        "--listen",
+        "--health-listen",
+        "--metrics-listen",
+        "--console-listen",
+    ] {
         let data = tempfile::tempdir().expect("temp dir");
         let mut cmd = serve_in(data.path());
         cmd.arg(flag).arg(&addr);
@@ -80,4 +95,19 @@ async fn a_privileged_port_without_the_privilege_is_named_with_its_flag() {
             ],
         );
     }
+}
+
+#[tokio::test]
+async fn a_console_payload_namespace_that_is_not_a_name_is_named_with_its_flag() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let mut cmd = serve_in(data.path());
+    cmd.args(["--console-show-payloads", "stripe,not a name"]);
+    let log = refused(cmd).await;
+    assert_names(
+        error_line(&log),
+        &[
+            "--console-show-payloads",
+            "\"not a name\" is not a namespace",
+        ],
+    );
 }
