@@ -2,8 +2,10 @@
 //! suite is `console_browser`): who may sign in and what a session may see and do
 //! (`access`), and the console's door against hostile callers — nothing read before a
 //! session, bounded connections per source, reads with deadlines, memory under an
-//! unauthenticated flood (`door`). `page` is the test's HTTP client.
+//! unauthenticated flood (`door`), and an unreachable database (`faults`: 503, nothing
+//! changed). `page` is the test's HTTP client.
 
 mod access;
 mod door;
+mod faults;
 mod page;
