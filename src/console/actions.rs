@@ -43,7 +43,7 @@ fn back_to(namespace: &str, key: &str, done: &str) -> Answer {
 pub async fn redrive(console: &Console, session: &Session, form: &Fields) -> Answer {
     let id = match named(session, form) {
         Ok(id) => id,
-        Err(answer) => return answer,
+        Err(answer) => return *answer,
     };
     let request = pb::RedriveRequest {
         namespace: id.namespace.clone(),
@@ -63,7 +63,7 @@ pub async fn redrive(console: &Console, session: &Session, form: &Fields) -> Ans
 pub async fn quarantine(console: &Console, session: &Session, form: &Fields) -> Answer {
     let id = match named(session, form) {
         Ok(id) => id,
-        Err(answer) => return answer,
+        Err(answer) => return *answer,
     };
     let reason = form.get("reason").map(|r| r.trim()).unwrap_or("");
     if reason.is_empty() || reason.len() > MAX_REASON {

@@ -140,10 +140,10 @@ pub async fn receipts(console: &Console, session: &Session, query: &Fields) -> A
 }
 
 /// The receipt a query or form names, if the key may see it: `Err` with the answer.
-pub fn named(session: &Session, fields: &Fields) -> Result<ReceiptKey, Answer> {
+pub fn named(session: &Session, fields: &Fields) -> Result<ReceiptKey, Box<Answer>> {
     let namespace = fields.get("namespace").cloned().unwrap_or_default();
     let key = fields.get("key").cloned().unwrap_or_default();
-    let bad = |why: String| views::message(StatusCode::BAD_REQUEST, &why, Some(session));
+    let bad = |why: String| Box::new(views::message(StatusCode::BAD_REQUEST, &why, Some(session)));
     crate::domain::check_name(&namespace, crate::domain::MAX_NAMESPACE)
         .map_err(|e| bad(format!("namespace: {e}")))?;
     if key.is_empty() || key.len() > crate::api::MAX_KEY || key.contains('\0') {
@@ -151,7 +151,11 @@ pub fn named(session: &Session, fields: &Fields) -> Result<ReceiptKey, Answer> {
     }
     if session.principal.check(Some(&namespace)).is_err() {
         let why = "Your key may not use this namespace.";
-        return Err(views::message(StatusCode::FORBIDDEN, why, Some(session)));
+        return Err(Box::new(views::message(
+            StatusCode::FORBIDDEN,
+            why,
+            Some(session),
+        )));
     }
     Ok(ReceiptKey { namespace, key })
 }
@@ -160,7 +164,7 @@ pub fn named(session: &Session, fields: &Fields) -> Result<ReceiptKey, Answer> {
 pub async fn receipt(console: &Console, session: &Session, query: &Fields) -> Answer {
     let id = match named(session, query) {
         Ok(id) => id,
-        Err(answer) => return answer,
+        Err(answer) => return *answer,
     };
     let store = console.api.store();
     match store.get(&session.principal.tenant, &id).await {

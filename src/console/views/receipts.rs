@@ -74,7 +74,7 @@ fn filter_form(filter: &Filter) -> Markup {
     html! {
         form.filters method="get" action="/receipts" role="search" {
             label { "Namespace " input name="namespace" value=[filter.namespace.as_deref()]
-                pattern="[A-Za-z0-9._:/\\-]{1,128}"; }
+                pattern="[A-Za-z0-9._:\\/\\-]{1,128}"; }
             label { "State " select name="state" { @for (value, name) in STATES {
                 option value=(value) selected[filter.state == value] { (name) }
             } } }

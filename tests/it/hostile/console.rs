@@ -34,7 +34,7 @@ fn signer(i: u8) -> IpAddr {
 /// head that never ends.
 async fn hold(from: IpAddr, console: SocketAddr, n: usize) -> Option<tokio::net::TcpStream> {
     let mut stream = tcp_from(from, console).await;
-    let what = if n % 2 == 0 {
+    let what = if n.is_multiple_of(2) {
         format!(
             "POST /receipt/redrive HTTP/1.1\r\nHost: {console}\r\nContent-Length: 1048576\r\n\r\nnamespace="
         )
