@@ -3,9 +3,11 @@
 //! (`access`), and the console's door against hostile callers — nothing read before a
 //! session, bounded connections per source, reads with deadlines, memory under an
 //! unauthenticated flood (`door`), and an unreachable database (`faults`: 503, nothing
-//! changed). `page` is the test's HTTP client.
+//! changed), and TLS (`tls`: the same certificate, a Secure cookie). `page` is the test's
+//! HTTP client.
 
 mod access;
 mod door;
 mod faults;
 mod page;
+mod tls;
