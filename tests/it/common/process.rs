@@ -91,7 +91,11 @@ impl Claimd {
                     self.log()
                 );
             }
-            if tokio::net::TcpStream::connect(addr).await.is_ok() {
+            // Listening there, and the socket is this process's: another test's server that
+            // took the same free port first (this one then exits, "address in use") is not it.
+            if tokio::net::TcpStream::connect(addr).await.is_ok()
+                && listens_on(self.child.id(), addr.port())
+            {
                 return;
             }
             assert!(
@@ -149,4 +153,43 @@ impl Drop for Claimd {
             let _ = self.child.wait();
         }
     }
+}
+
+/// Whether process `pid` (or a child of it: a wrapper such as `setpriv` execs or forks
+/// claimd) holds the listening TCP socket on `port`, from `/proc/net/tcp{,6}` and the
+/// process's file descriptors.
+fn listens_on(pid: u32, port: u16) -> bool {
+    let inodes: Vec<String> = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|table| std::fs::read_to_string(table).ok())
+        .flat_map(|table| {
+            table
+                .lines()
+                .skip(1)
+                .filter_map(|line| {
+                    let fields: Vec<&str> = line.split_whitespace().collect();
+                    let local_port = fields.get(1)?.rsplit(':').next()?;
+                    let listening = *fields.get(3)? == "0A";
+                    let ours = u16::from_str_radix(local_port, 16).ok()? == port;
+                    let inode = fields.get(9)?;
+                    (listening && ours).then(|| format!("socket:[{inode}]"))
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let holds = |pid: u32| {
+        std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
+            fds.flatten().any(|fd| {
+                std::fs::read_link(fd.path())
+                    .is_ok_and(|target| inodes.iter().any(|i| target.as_os_str() == i.as_str()))
+            })
+        })
+    };
+    let children =
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    holds(pid)
+        || children
+            .split_whitespace()
+            .filter_map(|c| c.parse().ok())
+            .any(holds)
 }
