@@ -42,7 +42,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         None => serve(cli.serve).await,
         Some(Command::Serve(args)) => serve(args).await,
         Some(Command::Migrate(db)) => {
-            claimd::telemetry::init(LogFormat::Text);
+            claimd::telemetry::init(LogFormat::Text)?;
             // Migrations never read or write a payload, so they need no seal keys.
             let options = db.store_options(Arc::new(Sealer::plaintext()));
             let url = db.url()?;
@@ -62,7 +62,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 async fn serve(args: claimd::config::ServeArgs) -> anyhow::Result<()> {
-    claimd::telemetry::init(args.log_format);
+    let traces = claimd::telemetry::init(args.log_format)?;
+    let served = serve_traced(args).await;
+    if let Some(provider) = traces {
+        // Blocks until the last spans are sent (or the exporter's timeout), off the runtime's
+        // threads, which the export itself needs.
+        let flushed = tokio::task::spawn_blocking(|| claimd::telemetry::traces::shutdown(provider));
+        let _ = flushed.await;
+    }
+    served
+}
+
+async fn serve_traced(args: claimd::config::ServeArgs) -> anyhow::Result<()> {
     // Registered first: from here on SIGHUP reloads policies instead of ending the process.
     let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
     let shutdown = shutdown_signal()?;
@@ -85,7 +96,7 @@ async fn serve(args: claimd::config::ServeArgs) -> anyhow::Result<()> {
 /// current key; with `--dry-run`, only counted (printed on stdout). Either exits 1 when
 /// rows did not open.
 async fn reseal(args: claimd::config::ResealArgs) -> anyhow::Result<()> {
-    claimd::telemetry::init(LogFormat::Text);
+    claimd::telemetry::init(LogFormat::Text)?;
     let url = args.database.url()?;
     let seal = args.seal.sealer(&url, claimd::config::KeyUse::Reseal)?;
     let options = args.database.store_options(Arc::new(seal));

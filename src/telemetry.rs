@@ -4,6 +4,9 @@
 //! ClaimService call runs in one `rpc` span (method, namespace, decision, code,
 //! latency_ms) and ends with a debug line `rpc finished` (target `claimd::rpc`).
 //!
+//! Traces: OpenTelemetry spans over OTLP when the standard `OTEL_*` environment asks for
+//! them ([`traces`]); W3C trace context from the caller is the call span's parent.
+//!
 //! Metrics: the `metrics` facade with the Prometheus exporter's recorder, served on
 //! `--metrics-listen` at `/metrics` ([`exporter`]); namespace labels are bounded
 //! ([`NamespaceLabels`]). No tenant id, key, token or payload is ever a label or a log field.
@@ -14,6 +17,7 @@ pub mod exporter;
 mod gauges;
 mod labels;
 mod rpc;
+pub mod traces;
 pub mod waits;
 
 pub use activity::Activity;
@@ -23,6 +27,7 @@ pub use gauges::refresh;
 pub use labels::{DEFAULT_NAMESPACE_LIMIT, NamespaceLabels, OTHER};
 pub use rpc::{RpcLayer, code_name};
 
+use opentelemetry_sdk::trace::SdkTracerProvider;
 use std::io::IsTerminal;
 use tracing_subscriber::EnvFilter;
 
@@ -35,15 +40,33 @@ pub enum LogFormat {
     Json,
 }
 
-/// Installs the global subscriber; call once, from `main`.
-pub fn init(format: LogFormat) {
+/// Installs the global subscriber; call once, from `main`, inside the runtime. Logs go to
+/// stderr filtered by `RUST_LOG`; with traces configured (`traces::configured`), claimd's
+/// spans also go to the OTLP exporter, whatever `RUST_LOG` says. The provider, if any, is
+/// returned to be shut down at exit ([`traces::shutdown`]).
+pub fn init(format: LogFormat) -> Result<Option<SdkTracerProvider>, traces::TracesError> {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let fmt = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
+    let fmt = match format {
+        LogFormat::Text => fmt.boxed(),
+        LogFormat::Json => fmt.json().boxed(),
+    };
+    let provider = traces::init()?;
+    // Only claimd's own spans and events become OpenTelemetry spans: its dependencies' go to
+    // the logs alone.
+    let spans = provider.as_ref().map(|provider| {
+        let ours =
+            tracing_subscriber::filter::Targets::new().with_target("claimd", tracing::Level::INFO);
+        traces::layer(provider).with_filter(ours)
+    });
+    tracing_subscriber::registry()
+        .with(fmt.with_filter(filter))
+        .with(spans)
+        .init();
+    Ok(provider)
 }

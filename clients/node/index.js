@@ -33,6 +33,30 @@ const protoLoader = require('@grpc/proto-loader');
 /** This package's version: the version of the claimd.v1 proto it ships (proto/VERSION). */
 const VERSION = require('./package.json').version;
 
+/** The OpenTelemetry API, when the caller's process has it (an optional peer dependency). */
+const otel = (() => {
+  try {
+    return require('@opentelemetry/api');
+  } catch {
+    return null;
+  }
+})();
+
+/**
+ * Adds the caller's current trace context (`traceparent`, `tracestate`) to `metadata`,
+ * through the process's registered propagator, so claimd's spans join the caller's trace.
+ * Nothing without the OpenTelemetry API, and never `baggage`.
+ * @param {grpc.Metadata} metadata
+ */
+function injectTraceContext(metadata) {
+  if (!otel) return;
+  const carrier = {};
+  otel.propagation.inject(otel.context.active(), carrier);
+  for (const name of ['traceparent', 'tracestate']) {
+    if (typeof carrier[name] === 'string') metadata.set(name, carrier[name]);
+  }
+}
+
 /** Decision names, as Claim answers them. */
 const Decision = Object.freeze({
   CLAIMED: 'DECISION_CLAIMED',
@@ -404,6 +428,7 @@ class Claims {
   call(rpc, request, deadlineMs) {
     const metadata = new grpc.Metadata();
     if (this.apiKey) metadata.set('authorization', `Bearer ${this.apiKey}`);
+    injectTraceContext(metadata);
     const deadline = Date.now() + (deadlineMs ?? this.deadlineMs);
     return new Promise((resolve, reject) => {
       this.client[rpc](request, metadata, { deadline }, (error, response) => {

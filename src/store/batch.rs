@@ -27,6 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 /// How batches are formed (`--group-commit-lanes`, `--group-commit-size`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,7 +108,8 @@ impl Batcher {
     ) -> Result<Answer, StoreError> {
         let (reply, answer) = oneshot::channel();
         let due = crate::deadline::due();
-        let job = Job::new(tenant, id, op, due, reply, &self.recent);
+        let mut job = Job::new(tenant, id, op, due, reply, &self.recent);
+        job.wait = Some(tracing::info_span!(target: "claimd::store", "group_commit.wait"));
         let slot = {
             let mut queue = self.queue();
             queue.waiting.push_back(job);
@@ -176,7 +178,7 @@ impl Batcher {
             done: false,
         };
         loop {
-            let batch = {
+            let mut batch = {
                 let mut queue = lane.batcher.queue();
                 if queue.waiting.is_empty() {
                     queue.lanes[slot] = None;
@@ -188,7 +190,10 @@ impl Batcher {
             };
             #[cfg(test)]
             lane.batcher.fault().await;
-            rounds::run(&lane.driver, &lane.batcher.recent, batch).await;
+            let span = batch_span(&lane.driver, &mut batch);
+            rounds::run(&lane.driver, &lane.batcher.recent, batch)
+                .instrument(span)
+                .await;
         }
     }
 
@@ -251,6 +256,20 @@ fn unanswered() -> StoreError {
         std::io::ErrorKind::Interrupted,
         "a group-commit batch ended without an answer",
     )))
+}
+
+/// The batch's span (a root: a batch serves many traces), linked both ways to each job's
+/// wait span, which ends here, as the batch takes its job.
+fn batch_span<D: Driver>(driver: &D, batch: &mut [Job]) -> tracing::Span {
+    let span = tracing::info_span!(parent: None, target: "claimd::store", "group_commit.batch",
+        otel.name = "group_commit batch", otel.kind = "internal");
+    crate::telemetry::traces::database(&span, driver.system(), "batch", batch.len());
+    for job in batch.iter_mut() {
+        if let Some(wait) = job.wait.take() {
+            crate::telemetry::traces::link_both(&span, &wait);
+        }
+    }
+    span
 }
 
 /// Up to `size` queued jobs, in arrival order. Several may be on one row (the duplicates

@@ -37,6 +37,9 @@ pub trait Driver: Pages + Retention + Gauges + Lifecycle + KeyStore + Clone + 's
     /// [`Driver::commit`]; dropping it rolls back.
     type Tx: Send;
 
+    /// The database, by the OpenTelemetry name of its system: `postgresql`, `sqlite`.
+    fn system(&self) -> &'static str;
+
     /// The sealer of this store's payload columns.
     fn sealer(&self) -> &Sealer;
 

@@ -35,6 +35,7 @@ use std::collections::HashSet;
 use std::hash::BuildHasher;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
+use tracing::Instrument;
 use unsure::{Landed, alone};
 use uuid::Uuid;
 
@@ -102,6 +103,9 @@ pub struct Job {
     landed: Option<Landed>,
     /// Whether the job already ran alone after a failed batch (it does at most once).
     alone: bool,
+    /// The call's `group_commit.wait` span, open from the job's queueing until a batch
+    /// takes it (`batch::lane`).
+    pub wait: Option<tracing::Span>,
 }
 
 impl Job {
@@ -135,6 +139,7 @@ impl Job {
             races: 0,
             landed: None,
             alone: false,
+            wait: None,
         }
     }
 
@@ -277,7 +282,10 @@ pub async fn run<D: Driver>(driver: &D, recent: &Recent, mut jobs: Vec<Job>) {
                 .iter()
                 .map(|&i| (jobs[i].tenant.as_str(), &jobs[i].id))
                 .collect();
-            let rows = match driver.read_many(&keys).await {
+            let read = tracing::info_span!(target: "claimd::store", "db.read",
+                otel.name = "db read", otel.kind = "client");
+            crate::telemetry::traces::database(&read, driver.system(), "read", keys.len());
+            let rows = match driver.read_many(&keys).instrument(read).await {
                 Ok(rows) => rows,
                 Err(e) => return alone(driver, recent, jobs, e).await,
             };
@@ -336,7 +344,10 @@ pub async fn run<D: Driver>(driver: &D, recent: &Recent, mut jobs: Vec<Job>) {
             }
         }
         if !writes.is_empty() {
-            let outcomes = match driver.write_many(&writes).await {
+            let write = tracing::info_span!(target: "claimd::store", "db.write",
+                otel.name = "db write", otel.kind = "client");
+            crate::telemetry::traces::database(&write, driver.system(), "write", writes.len());
+            let outcomes = match driver.write_many(&writes).instrument(write).await {
                 Ok(outcomes) => outcomes,
                 Err(e) => {
                     let unsure = writing.into_iter().zip(&writes);

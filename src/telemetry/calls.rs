@@ -28,6 +28,7 @@ pub fn decision_name(decision: Decision) -> &'static str {
 /// Records the call's namespace on its span (the `rpc` span of [`super::RpcLayer`]).
 pub fn note_namespace(namespace: &str) {
     tracing::Span::current().record("namespace", namespace);
+    super::traces::attribute("claimd.namespace", namespace);
 }
 
 /// Counts a store failure answered with an error status, labelled by
@@ -58,6 +59,7 @@ impl ClaimTelemetry {
     pub fn claim_decided(&self, namespace: &str, decision: Decision, delivery_attempt: u32) {
         let name = decision_name(decision);
         tracing::Span::current().record("decision", name);
+        super::traces::attribute("claimd.decision", name);
         let label = self.labels.label(namespace);
         metrics::counter!(CLAIM_DECISIONS, "namespace" => label.clone(), "decision" => name)
             .increment(1);

@@ -7,6 +7,12 @@
 //! (target `claimd::rpc`) and observes `claimd_rpc_duration_seconds{method, code}`. Only
 //! the RPCs ClaimService really has become `method` values; other paths (health,
 //! reflection, unknown methods) pass through unmeasured.
+//!
+//! With traces on (`traces`), the span's parent is the caller's `traceparent` (a gRPC
+//! metadata entry or, through the HTTP door, a header: the same `http` header map here),
+//! it is exported as a SERVER span named `claimd.v1.ClaimService/<Method>` with the RPC
+//! conventions' attributes, and `trace_id`/`span_id` are recorded into it, so every log
+//! line of the call carries them.
 
 use super::exporter::RPC_DURATION;
 use prost::Message;
@@ -16,6 +22,7 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 use tonic::Code;
 use tracing::Instrument;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 const SERVICE_PREFIX: &str = "/claimd.v1.ClaimService/";
 
@@ -117,7 +124,19 @@ where
             decision = tracing::field::Empty,
             code = tracing::field::Empty,
             latency_ms = tracing::field::Empty,
+            trace_id = tracing::field::Empty,
+            span_id = tracing::field::Empty,
+            otel.name = format!("claimd.v1.ClaimService/{method}"),
+            otel.kind = "server",
         );
+        super::traces::adopt_parent(&span, request.headers());
+        if let Some((trace_id, span_id)) = super::traces::ids(&span) {
+            span.record("trace_id", trace_id.as_str());
+            span.record("span_id", span_id.as_str());
+            span.set_attribute("rpc.system", "grpc");
+            span.set_attribute("rpc.service", "claimd.v1.ClaimService");
+            span.set_attribute("rpc.method", method);
+        }
         let started = Instant::now();
         let call = span.in_scope(|| self.inner.call(request));
         Box::pin(async move {
@@ -132,6 +151,11 @@ where
             let latency_ms = elapsed.as_secs_f64() * 1000.0;
             span.record("code", code);
             span.record("latency_ms", latency_ms);
+            let status = match &result {
+                Ok(response) => code_of(response),
+                Err(_) => Code::Unknown,
+            };
+            super::traces::end_call(&span, status);
             span.in_scope(|| {
                 tracing::debug!(target: "claimd::rpc", code, latency_ms, "rpc finished");
             });

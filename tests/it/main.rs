@@ -75,6 +75,7 @@ mod sealing_lifetimes;
 mod startup_errors;
 mod tls;
 mod tls_startup;
+mod traces;
 mod validation;
 mod validation_tokens;
 mod version;

@@ -40,6 +40,10 @@ pub(super) fn row(row: &sqlx::postgres::PgRow) -> Result<Row, StoreError> {
 impl Driver for PgDriver {
     type Tx = Transaction<'static, Postgres>;
 
+    fn system(&self) -> &'static str {
+        "postgresql"
+    }
+
     fn sealer(&self) -> &Sealer {
         &self.seal
     }

@@ -54,6 +54,10 @@ pub(super) async fn fetch(
 impl Driver for SqliteDriver {
     type Tx = Transaction<'static, Sqlite>;
 
+    fn system(&self) -> &'static str {
+        "sqlite"
+    }
+
     fn sealer(&self) -> &Sealer {
         &self.seal
     }

@@ -4,7 +4,8 @@
 //! grpcurl command of README.md and docs/OPERATIONS.md ([`readme`]), `buf lint` of the
 //! proto ([`buf`]), and the installable packages, `clients/python` ([`clients_python`]) and
 //! `clients/node` ([`clients_node`]), and the HTTP door through Connect's own JavaScript
-//! runtime ([`connect_es`]). Their tools come from the package registries on first run
+//! runtime ([`connect_es`]), and the packages' calls in the caller's trace ([`traces`]).
+//! Their tools come from the package registries on first run
 //! ([`tools`]).
 
 mod buf;
@@ -16,3 +17,4 @@ mod node;
 mod python;
 mod readme;
 mod tools;
+mod traces;

@@ -86,7 +86,7 @@ class AsyncClaims:
             return await method(
                 request,
                 timeout=self.timeout if timeout is None else timeout,
-                metadata=self._metadata,
+                metadata=_common.traced(self._metadata),
             )
         except grpc.RpcError as error:
             raise ClaimdError.from_rpc_error(error) from None

@@ -159,6 +159,12 @@ def channel_options(tls: TLSOption, options: ChannelOptions) -> list[tuple[str, 
     return merged
 
 
+try:  # optional: only when the caller's process has OpenTelemetry
+    from opentelemetry import propagate as _propagate
+except ImportError:  # pragma: no cover - depends on what is installed
+    _propagate = None  # type: ignore[assignment]
+
+
 def call_metadata(api_key: str | None) -> tuple[tuple[str, str], ...]:
     """The per-call metadata: `authorization: Bearer <key>` when there is a key.
 
@@ -170,6 +176,24 @@ def call_metadata(api_key: str | None) -> tuple[tuple[str, str], ...]:
     if any(c.isspace() for c in api_key):
         raise ValueError("the API key contains whitespace")  # never the key itself
     return (("authorization", f"Bearer {api_key}"),)
+
+
+def traced(metadata: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """`metadata` plus the caller's current OpenTelemetry context (`traceparent`,
+    `tracestate`), when the OpenTelemetry API is installed in this process and a span is
+    current: claimd's spans then join the caller's trace. Nothing else is sent (not
+    `baggage`), and nothing without the API.
+    """
+    if _propagate is None:
+        return metadata
+    carrier: dict[str, str] = {}
+    _propagate.inject(carrier)
+    extra = tuple(
+        (name.lower(), value)
+        for name, value in carrier.items()
+        if name.lower() in ("traceparent", "tracestate")
+    )
+    return metadata + extra if extra else metadata
 
 
 def to_seconds(value: Seconds) -> float:

@@ -88,7 +88,7 @@ class Claims:
             return method(
                 request,
                 timeout=self.timeout if timeout is None else timeout,
-                metadata=self._metadata,
+                metadata=_common.traced(self._metadata),
             )
         except grpc.RpcError as error:
             raise ClaimdError.from_rpc_error(error) from None
