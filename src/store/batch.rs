@@ -261,8 +261,7 @@ fn unanswered() -> StoreError {
 /// The batch's span (a root: a batch serves many traces), linked both ways to each job's
 /// wait span, which ends here, as the batch takes its job.
 fn batch_span<D: Driver>(driver: &D, batch: &mut [Job]) -> tracing::Span {
-    let span = tracing::info_span!(parent: None, target: "claimd::store", "group_commit.batch",
-        otel.name = "group_commit batch", otel.kind = "internal");
+    let span = tracing::info_span!(target: "claimd::store", parent: None, "group_commit.batch");
     crate::telemetry::traces::database(&span, driver.system(), "batch", batch.len());
     for job in batch.iter_mut() {
         if let Some(wait) = job.wait.take() {

@@ -282,8 +282,8 @@ pub async fn run<D: Driver>(driver: &D, recent: &Recent, mut jobs: Vec<Job>) {
                 .iter()
                 .map(|&i| (jobs[i].tenant.as_str(), &jobs[i].id))
                 .collect();
-            let read = tracing::info_span!(target: "claimd::store", "db.read",
-                otel.name = "db read", otel.kind = "client");
+            let read =
+                tracing::info_span!(target: "claimd::store", "db.read", otel.kind = "client");
             crate::telemetry::traces::database(&read, driver.system(), "read", keys.len());
             let rows = match driver.read_many(&keys).instrument(read).await {
                 Ok(rows) => rows,
@@ -344,8 +344,8 @@ pub async fn run<D: Driver>(driver: &D, recent: &Recent, mut jobs: Vec<Job>) {
             }
         }
         if !writes.is_empty() {
-            let write = tracing::info_span!(target: "claimd::store", "db.write",
-                otel.name = "db write", otel.kind = "client");
+            let write =
+                tracing::info_span!(target: "claimd::store", "db.write", otel.kind = "client");
             crate::telemetry::traces::database(&write, driver.system(), "write", writes.len());
             let outcomes = match driver.write_many(&writes).instrument(write).await {
                 Ok(outcomes) => outcomes,
