@@ -109,6 +109,7 @@ impl Batcher {
         let (reply, answer) = oneshot::channel();
         let due = crate::deadline::due();
         let mut job = Job::new(tenant, id, op, due, reply, &self.recent);
+        job.call = Some(tracing::Span::current());
         job.wait = Some(tracing::info_span!(target: "claimd::store", "group_commit.wait"));
         let slot = {
             let mut queue = self.queue();
@@ -259,14 +260,15 @@ fn unanswered() -> StoreError {
 }
 
 /// The batch's span (a root: a batch serves many traces), linked both ways to each job's
-/// wait span, which ends here, as the batch takes its job.
+/// call span; the job's wait span ends here, as the batch takes its job.
 fn batch_span<D: Driver>(driver: &D, batch: &mut [Job]) -> tracing::Span {
     let span = tracing::info_span!(target: "claimd::store", parent: None, "group_commit.batch");
     crate::telemetry::traces::database(&span, driver.system(), "batch", batch.len());
     for job in batch.iter_mut() {
-        if let Some(wait) = job.wait.take() {
-            crate::telemetry::traces::link_both(&span, &wait);
+        if let Some(call) = job.call.take() {
+            crate::telemetry::traces::link_both(&span, &call);
         }
+        job.wait = None;
     }
     span
 }

@@ -106,6 +106,9 @@ pub struct Job {
     /// The call's `group_commit.wait` span, open from the job's queueing until a batch
     /// takes it (`batch::lane`).
     pub wait: Option<tracing::Span>,
+    /// The call's own span (the `rpc` span, current when the job was queued), which the
+    /// batch links to and which links back to the batch.
+    pub call: Option<tracing::Span>,
 }
 
 impl Job {
@@ -140,6 +143,7 @@ impl Job {
             landed: None,
             alone: false,
             wait: None,
+            call: None,
         }
     }
 

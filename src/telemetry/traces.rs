@@ -14,8 +14,8 @@
 //! Spans: `rpc` (the call, kind SERVER, named `claimd.v1.ClaimService/<Method>`, its parent
 //! the caller's `traceparent`; `telemetry::rpc`), `group_commit.wait` (from a call's job
 //! queued to its batch taking it) and `group_commit.batch` with `db.read` and `db.write`
-//! (`store::batch`, `store::rounds`). A batch span links to every job's wait span, and each
-//! wait span links back to its batch. Attributes: RPC and database semantic conventions and
+//! (`store::batch`, `store::rounds`). A batch span links to the call span of every job it
+//! took, and each call span links back to its batch. Attributes: RPC and database semantic conventions and
 //! `claimd.*` (namespace, decision, batch size) — never a key, a token, a payload or an API
 //! key.
 
@@ -135,7 +135,7 @@ pub fn ids(span: &Span) -> Option<(String, String)> {
         .then(|| (ids.trace_id().to_string(), ids.span_id().to_string()))
 }
 
-/// Links `a` and `b` both ways (a batch and a call's wait span): a slow call shows the
+/// Links `a` and `b` both ways (a batch and a call's span): a slow call shows the
 /// batch it rode, and the batch shows every call it served.
 pub fn link_both(a: &Span, b: &Span) {
     let (ca, cb) = (a.context(), b.context());

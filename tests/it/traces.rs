@@ -190,40 +190,26 @@ async fn two_calls_that_share_a_batch_are_linked_to_one_batch_span_both_ways() {
         );
     }
     let (two, three) = (parent(2), parent(3));
-    let waits = |spans: &[Span]| -> Vec<Span> {
+    let calls = |spans: &[Span]| -> Vec<Span> {
         [&two, &three]
             .iter()
-            .filter_map(|(trace, parent_id, _)| {
-                let server = server_span(spans, trace, parent_id)?;
-                spans
-                    .iter()
-                    .find(|s| s.name == "group_commit.wait" && s.parent_span_id == server.span_id)
-                    .cloned()
-            })
+            .filter_map(|(trace, parent_id, _)| server_span(spans, trace, parent_id).cloned())
             .collect()
+    };
+    let links_all = |batch: &Span, calls: &[Span]| {
+        batch.name == "group_commit.batch"
+            && calls
+                .iter()
+                .all(|c| batch.links.iter().any(|l| l.span_id == c.span_id))
     };
     let spans = collector
         .wait_for("both calls and their batch", |spans| {
-            let waits = waits(spans);
-            waits.len() == 2
-                && spans.iter().any(|b| {
-                    b.name == "group_commit.batch"
-                        && waits
-                            .iter()
-                            .all(|w| b.links.iter().any(|l| l.span_id == w.span_id))
-                })
+            let calls = calls(spans);
+            calls.len() == 2 && spans.iter().any(|b| links_all(b, &calls))
         })
         .await;
-    let waits = waits(&spans);
-    let batch = spans
-        .iter()
-        .find(|b| {
-            b.name == "group_commit.batch"
-                && waits
-                    .iter()
-                    .all(|w| b.links.iter().any(|l| l.span_id == w.span_id))
-        })
-        .unwrap();
+    let calls = calls(&spans);
+    let batch = spans.iter().find(|b| links_all(b, &calls)).unwrap();
     assert!(
         batch.parent_span_id.is_empty(),
         "a batch is a root of its own"
@@ -237,11 +223,15 @@ async fn two_calls_that_share_a_batch_are_linked_to_one_batch_span_both_ways() {
         .parse()
         .unwrap();
     assert!(size >= 2, "the batch served both calls: {size}");
-    for wait in &waits {
+    for call in &calls {
         assert!(
-            wait.links.iter().any(|l| l.span_id == batch.span_id),
-            "each call's wait span records the batch it rode: {wait:#?}"
+            call.links.iter().any(|l| l.span_id == batch.span_id),
+            "each call's span records the batch it rode: {call:#?}"
         );
+        let waited = spans
+            .iter()
+            .any(|w| w.name == "group_commit.wait" && w.parent_span_id == call.span_id);
+        assert!(waited, "the call's wait in the queue is its child");
     }
     // The batch's statements are its children.
     assert!(

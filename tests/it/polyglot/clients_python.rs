@@ -113,8 +113,17 @@ fn digest(files: &[PathBuf]) -> String {
 }
 
 /// What the suite needs besides the wheel: pytest, and the frameworks, servers and HTTP
-/// client of the middleware tests (each pinned in requirements-dev.txt).
-const TEST_DEPS: &[&str] = &["pytest", "fastapi", "uvicorn", "flask", "waitress", "httpx"];
+/// client of the middleware tests, and the OpenTelemetry API of the traces tests (each pinned
+/// in requirements-dev.txt).
+const TEST_DEPS: &[&str] = &[
+    "pytest",
+    "fastapi",
+    "uvicorn",
+    "flask",
+    "waitress",
+    "httpx",
+    "opentelemetry-api",
+];
 
 /// `TEST_DEPS` as pinned, `name==version` each.
 fn test_deps() -> Vec<String> {
@@ -338,6 +347,9 @@ fn assert_passed(output: &str, tests: &[&str]) {
 /// Cases every run must pass, whatever the claimd: every decision, the with block, wait,
 /// the field name of an error, their asyncio variants, the installed version.
 const QUICK_CASES: &[&str] = &[
+    "test_inside_a_span_a_call_carries_its_traceparent_and_never_baggage",
+    "test_outside_a_span_nothing_is_added",
+    "test_without_the_opentelemetry_api_nothing_is_added",
     "test_a_first_claim_holds_the_lease_and_a_duplicate_is_in_flight",
     "test_a_completed_claim_replays_the_stored_response",
     "test_a_retried_claim_answers_retry_scheduled_with_when_it_is_due",
