@@ -109,8 +109,10 @@ impl Batcher {
         let (reply, answer) = oneshot::channel();
         let due = crate::deadline::due();
         let mut job = Job::new(tenant, id, op, due, reply, &self.recent);
-        job.call = Some(tracing::Span::current());
-        job.wait = Some(tracing::info_span!(target: "claimd::store", "group_commit.wait"));
+        if crate::telemetry::traces::on() {
+            job.call = Some(tracing::Span::current());
+            job.wait = Some(tracing::info_span!(target: "claimd::store", "group_commit.wait"));
+        }
         let slot = {
             let mut queue = self.queue();
             queue.waiting.push_back(job);
@@ -262,6 +264,9 @@ fn unanswered() -> StoreError {
 /// The batch's span (a root: a batch serves many traces), linked both ways to each job's
 /// call span; the job's wait span ends here, as the batch takes its job.
 fn batch_span<D: Driver>(driver: &D, batch: &mut [Job]) -> tracing::Span {
+    if !crate::telemetry::traces::on() {
+        return tracing::Span::none();
+    }
     let span = tracing::info_span!(target: "claimd::store", parent: None, "group_commit.batch");
     crate::telemetry::traces::database(&span, driver.system(), "batch", batch.len());
     for job in batch.iter_mut() {

@@ -116,27 +116,33 @@ where
         let Some(method) = method_of(request.uri().path()) else {
             return Box::pin(self.inner.call(request));
         };
-        let span = tracing::info_span!(
-            target: "claimd::rpc",
-            "rpc",
-            method,
-            namespace = tracing::field::Empty,
-            decision = tracing::field::Empty,
-            code = tracing::field::Empty,
-            latency_ms = tracing::field::Empty,
-            trace_id = tracing::field::Empty,
-            span_id = tracing::field::Empty,
-            otel.name = format!("claimd.v1.ClaimService/{method}"),
-            otel.kind = "server",
-        );
-        super::traces::adopt_parent(&span, request.headers());
-        if let Some((trace_id, span_id)) = super::traces::ids(&span) {
-            span.record("trace_id", trace_id.as_str());
-            span.record("span_id", span_id.as_str());
-            span.set_attribute("rpc.system", "grpc");
-            span.set_attribute("rpc.service", "claimd.v1.ClaimService");
-            span.set_attribute("rpc.method", method);
-        }
+        let span = if super::traces::on() {
+            let span = tracing::info_span!(
+                target: "claimd::rpc",
+                "rpc",
+                method,
+                namespace = tracing::field::Empty,
+                decision = tracing::field::Empty,
+                code = tracing::field::Empty,
+                latency_ms = tracing::field::Empty,
+                trace_id = tracing::field::Empty,
+                span_id = tracing::field::Empty,
+                otel.name = format!("claimd.v1.ClaimService/{method}"),
+                otel.kind = "server",
+            );
+            traced_call(&span, method, request.headers());
+            span
+        } else {
+            tracing::info_span!(
+                target: "claimd::rpc",
+                "rpc",
+                method,
+                namespace = tracing::field::Empty,
+                decision = tracing::field::Empty,
+                code = tracing::field::Empty,
+                latency_ms = tracing::field::Empty,
+            )
+        };
         let started = Instant::now();
         let call = span.in_scope(|| self.inner.call(request));
         Box::pin(async move {
@@ -155,12 +161,27 @@ where
                 Ok(response) => code_of(response),
                 Err(_) => Code::Unknown,
             };
-            super::traces::end_call(&span, status);
+            if super::traces::on() {
+                super::traces::end_call(&span, status);
+            }
             span.in_scope(|| {
                 tracing::debug!(target: "claimd::rpc", code, latency_ms, "rpc finished");
             });
             result
         })
+    }
+}
+
+/// The call span's parent from the caller's headers, its ids recorded for the logs, and
+/// the RPC conventions' attributes (traces on only).
+fn traced_call(span: &tracing::Span, method: &'static str, headers: &http::HeaderMap) {
+    super::traces::adopt_parent(span, headers);
+    if let Some((trace_id, span_id)) = super::traces::ids(span) {
+        span.record("trace_id", trace_id.as_str());
+        span.record("span_id", span_id.as_str());
+        span.set_attribute("rpc.system", "grpc");
+        span.set_attribute("rpc.service", "claimd.v1.ClaimService");
+        span.set_attribute("rpc.method", method);
     }
 }
 

@@ -39,6 +39,16 @@ pub enum TracesError {
     Exporter(String),
 }
 
+/// Whether [`init`] turned traces on in this process: with them off, claimd makes none of
+/// the spans that only traces need (the wait, batch and statement spans, the call span's
+/// OpenTelemetry fields), so tracing off costs nothing per call.
+static ON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether traces are on in this process.
+pub fn on() -> bool {
+    ON.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 fn set(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
@@ -82,6 +92,7 @@ pub fn init() -> Result<Option<SdkTracerProvider>, TracesError> {
     opentelemetry::global::set_text_map_propagator(
         opentelemetry_sdk::propagation::TraceContextPropagator::new(),
     );
+    ON.store(true, std::sync::atomic::Ordering::Relaxed);
     Ok(Some(provider))
 }
 
@@ -171,7 +182,9 @@ pub fn end_call(span: &Span, code: tonic::Code) {
 /// Records `name = value` as an OpenTelemetry attribute of the current span (no-op with
 /// traces off): the namespace and the decision, as `claimd.namespace`, `claimd.decision`.
 pub fn attribute(name: &'static str, value: &str) {
-    Span::current().set_attribute(name, value.to_owned());
+    if on() {
+        Span::current().set_attribute(name, value.to_owned());
+    }
 }
 
 /// The database conventions' attributes of a batch or one of its statements: the system
@@ -183,4 +196,15 @@ pub fn database(span: &Span, system: &'static str, operation: &'static str, size
     span.set_attribute("db.system.name", system);
     span.set_attribute("db.operation.name", operation);
     span.set_attribute("db.operation.batch.size", size as i64);
+}
+
+/// A batch statement's span (`db.read`, `db.write`; kind CLIENT), or none with traces off.
+pub fn statement(name: &'static str) -> Span {
+    if !on() {
+        return Span::none();
+    }
+    match name {
+        "db.read" => tracing::info_span!(target: "claimd::store", "db.read", otel.kind = "client"),
+        _ => tracing::info_span!(target: "claimd::store", "db.write", otel.kind = "client"),
+    }
 }
