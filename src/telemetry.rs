@@ -57,16 +57,26 @@ pub fn init(format: LogFormat) -> Result<Option<SdkTracerProvider>, traces::Trac
         LogFormat::Json => fmt.json().boxed(),
     };
     let provider = traces::init()?;
+    let Some(tracer) = &provider else {
+        // Traces off: the filter is the subscriber's own, so a disabled callsite (a debug
+        // line at `info`) costs no more than a cached check.
+        let builder = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_writer(std::io::stderr);
+        match format {
+            LogFormat::Text => builder.init(),
+            LogFormat::Json => builder.json().init(),
+        }
+        return Ok(None);
+    };
     // Only claimd's own spans and events become OpenTelemetry spans: its dependencies' go to
     // the logs alone.
-    let spans = provider.as_ref().map(|provider| {
-        let ours =
-            tracing_subscriber::filter::Targets::new().with_target("claimd", tracing::Level::INFO);
-        traces::layer(provider).with_filter(ours)
-    });
+    let ours =
+        tracing_subscriber::filter::Targets::new().with_target("claimd", tracing::Level::INFO);
     tracing_subscriber::registry()
         .with(fmt.with_filter(filter))
-        .with(spans)
+        .with(traces::layer(tracer).with_filter(ours))
         .init();
     Ok(provider)
 }
