@@ -25,6 +25,7 @@
 //! - [`listener`] — connection limits: the cap, the first-bytes timeout, keepalive, age.
 //! - [`server`] — wiring: [`server::Application`], health, reflection, shutdown.
 //! - [`source`] — where a connection or call comes from, as per-source limits count it.
+//! - [`spans`] — the group commit's trace spans and the switch that turns them on.
 //! - [`config`] — command line, `CLAIMD_*` environment and the policy file →
 //!   [`config::Config`].
 //! - [`telemetry`] — logs (one span per RPC) and Prometheus metrics (`/metrics`).
@@ -54,6 +55,7 @@ mod private_fs;
 pub mod seal;
 pub mod server;
 pub mod source;
+pub mod spans;
 pub mod store;
 pub mod telemetry;
 pub mod tls;

@@ -109,7 +109,7 @@ impl Batcher {
         let (reply, answer) = oneshot::channel();
         let due = crate::deadline::due();
         let mut job = Job::new(tenant, id, op, due, reply, &self.recent);
-        if crate::telemetry::traces::on() {
+        if crate::spans::on() {
             job.call = Some(tracing::Span::current());
             job.wait = Some(tracing::info_span!(target: "claimd::store", "group_commit.wait"));
         }
@@ -264,14 +264,14 @@ fn unanswered() -> StoreError {
 /// The batch's span (a root: a batch serves many traces), linked both ways to each job's
 /// call span; the job's wait span ends here, as the batch takes its job.
 fn batch_span<D: Driver>(driver: &D, batch: &mut [Job]) -> tracing::Span {
-    if !crate::telemetry::traces::on() {
+    if !crate::spans::on() {
         return tracing::Span::none();
     }
     let span = tracing::info_span!(target: "claimd::store", parent: None, "group_commit.batch");
-    crate::telemetry::traces::database(&span, driver.system(), "batch", batch.len());
+    crate::spans::database(&span, driver.system(), "batch", batch.len());
     for job in batch.iter_mut() {
         if let Some(call) = job.call.take() {
-            crate::telemetry::traces::link_both(&span, &call);
+            crate::spans::link_both(&span, &call);
         }
         job.wait = None;
     }

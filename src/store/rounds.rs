@@ -288,7 +288,7 @@ pub async fn run<D: Driver>(driver: &D, recent: &Recent, mut jobs: Vec<Job>) {
                 .collect();
             let read =
                 tracing::info_span!(target: "claimd::store", "db.read", otel.kind = "client");
-            crate::telemetry::traces::database(&read, driver.system(), "read", keys.len());
+            crate::spans::database(&read, driver.system(), "read", keys.len());
             let rows = match driver.read_many(&keys).instrument(read).await {
                 Ok(rows) => rows,
                 Err(e) => return alone(driver, recent, jobs, e).await,
@@ -350,7 +350,7 @@ pub async fn run<D: Driver>(driver: &D, recent: &Recent, mut jobs: Vec<Job>) {
         if !writes.is_empty() {
             let write =
                 tracing::info_span!(target: "claimd::store", "db.write", otel.kind = "client");
-            crate::telemetry::traces::database(&write, driver.system(), "write", writes.len());
+            crate::spans::database(&write, driver.system(), "write", writes.len());
             let outcomes = match driver.write_many(&writes).instrument(write).await {
                 Ok(outcomes) => outcomes,
                 Err(e) => {

@@ -116,7 +116,7 @@ where
         let Some(method) = method_of(request.uri().path()) else {
             return Box::pin(self.inner.call(request));
         };
-        let span = if super::traces::on() {
+        let span = if crate::spans::on() {
             let span = tracing::info_span!(
                 target: "claimd::rpc",
                 "rpc",
@@ -161,7 +161,7 @@ where
                 Ok(response) => code_of(response),
                 Err(_) => Code::Unknown,
             };
-            if super::traces::on() {
+            if crate::spans::on() {
                 super::traces::end_call(&span, status);
             }
             span.in_scope(|| {

@@ -11,6 +11,9 @@
 //! `OTEL_RESOURCE_ATTRIBUTES` (service name `claimd` unless they name one), and installs the
 //! W3C trace-context propagator.
 //!
+//! The spans the store makes (wait, batch, statements) and the switch that says whether
+//! to make them are `crate::spans`, which depends on nothing of claimd's.
+//!
 //! Spans: `rpc` (the call, kind SERVER, named `claimd.v1.ClaimService/<Method>`, its parent
 //! the caller's `traceparent`; `telemetry::rpc`), `group_commit.wait` (from a call's job
 //! queued to its batch taking it) and `group_commit.batch` with `db.read` and `db.write`
@@ -37,16 +40,6 @@ pub enum TracesError {
     /// The exporter could not be built (a malformed endpoint, say).
     #[error("the OTLP exporter: {0}")]
     Exporter(String),
-}
-
-/// Whether [`init`] turned traces on in this process: with them off, claimd makes none of
-/// the spans that only traces need (the wait, batch and statement spans, the call span's
-/// OpenTelemetry fields), so tracing off costs nothing per call.
-static ON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Whether traces are on in this process.
-pub fn on() -> bool {
-    ON.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 fn set(name: &str) -> Option<String> {
@@ -92,7 +85,7 @@ pub fn init() -> Result<Option<SdkTracerProvider>, TracesError> {
     opentelemetry::global::set_text_map_propagator(
         opentelemetry_sdk::propagation::TraceContextPropagator::new(),
     );
-    ON.store(true, std::sync::atomic::Ordering::Relaxed);
+    crate::spans::turn_on();
     Ok(Some(provider))
 }
 
@@ -146,20 +139,6 @@ pub fn ids(span: &Span) -> Option<(String, String)> {
         .then(|| (ids.trace_id().to_string(), ids.span_id().to_string()))
 }
 
-/// Links `a` and `b` both ways (a batch and a call's span): a slow call shows the
-/// batch it rode, and the batch shows every call it served.
-pub fn link_both(a: &Span, b: &Span) {
-    let (ca, cb) = (a.context(), b.context());
-    let (ia, ib) = (
-        ca.span().span_context().clone(),
-        cb.span().span_context().clone(),
-    );
-    if ia.is_valid() && ib.is_valid() {
-        a.add_link(ib);
-        b.add_link(ia);
-    }
-}
-
 /// What a call span learns at its end: `rpc.grpc.status_code`, and status ERROR for the
 /// codes the RPC conventions count as a server's error.
 pub fn end_call(span: &Span, code: tonic::Code) {
@@ -182,29 +161,7 @@ pub fn end_call(span: &Span, code: tonic::Code) {
 /// Records `name = value` as an OpenTelemetry attribute of the current span (no-op with
 /// traces off): the namespace and the decision, as `claimd.namespace`, `claimd.decision`.
 pub fn attribute(name: &'static str, value: &str) {
-    if on() {
+    if crate::spans::on() {
         Span::current().set_attribute(name, value.to_owned());
-    }
-}
-
-/// The database conventions' attributes of a batch or one of its statements: the system
-/// (`postgresql`, `sqlite`), the operation, how many rows or jobs.
-pub fn database(span: &Span, system: &'static str, operation: &'static str, size: usize) {
-    if !span.context().has_active_span() {
-        return;
-    }
-    span.set_attribute("db.system.name", system);
-    span.set_attribute("db.operation.name", operation);
-    span.set_attribute("db.operation.batch.size", size as i64);
-}
-
-/// A batch statement's span (`db.read`, `db.write`; kind CLIENT), or none with traces off.
-pub fn statement(name: &'static str) -> Span {
-    if !on() {
-        return Span::none();
-    }
-    match name {
-        "db.read" => tracing::info_span!(target: "claimd::store", "db.read", otel.kind = "client"),
-        _ => tracing::info_span!(target: "claimd::store", "db.write", otel.kind = "client"),
     }
 }
