@@ -126,7 +126,18 @@ impl ClaimsApi {
         let policy = &self.policies.for_namespace(&id.namespace);
         let action = action(policy)?;
         tracing::debug!(claim.action = action.name(), "act");
+        let began = std::time::Instant::now();
         let receipt = self.store.act(&tenant, &id, token, &action, policy).await?;
+        // A Heartbeat's new lease starts inside its write, after the call began: if the
+        // call took three quarters of that lease, what is left may end before the answer
+        // arrives, and OK would tell the holder it holds a lease that is over. Answered as
+        // a lost race (UNAVAILABLE: heartbeat again), as a Claim is (`wait::claim_live`).
+        if let Action::Heartbeat { lease_ttl, .. } = &action {
+            let ttl = lease_ttl.to_std().unwrap_or_default();
+            if began.elapsed() >= ttl * 3 / 4 {
+                return Err(crate::store::StoreError::Contended.into());
+            }
+        }
         Ok(Some(convert::receipt(receipt)))
     }
 }
