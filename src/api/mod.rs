@@ -126,17 +126,17 @@ impl ClaimsApi {
         let policy = &self.policies.for_namespace(&id.namespace);
         let action = action(policy)?;
         tracing::debug!(claim.action = action.name(), "act");
-        let began = std::time::Instant::now();
         let receipt = self.store.act(&tenant, &id, token, &action, policy).await?;
-        // A Heartbeat's new lease starts inside its write, after the call began: if the
-        // call took three quarters of that lease, what is left may end before the answer
-        // arrives, and OK would tell the holder it holds a lease that is over. Answered as
-        // a lost race (UNAVAILABLE: heartbeat again), as a Claim is (`wait::claim_live`).
-        if let Action::Heartbeat { lease_ttl, .. } = &action {
-            let ttl = lease_ttl.to_std().unwrap_or_default();
-            if began.elapsed() >= ttl * 3 / 4 {
-                return Err(crate::store::StoreError::Contended.into());
-            }
+        // A Heartbeat's new lease starts inside its write (after any lock it waited for):
+        // if less than a quarter of that lease is left now, on the store's clock, it may end
+        // before the answer arrives, and OK would tell the holder it holds a lease that is
+        // over. Answered as a lost race (UNAVAILABLE: heartbeat again), as a slow Claim is
+        // (`wait::claim_live`).
+        if let (Action::Heartbeat { lease_ttl, .. }, Some(end)) =
+            (&action, receipt.lease_expires_at)
+            && end - self.store.clock_estimate() < *lease_ttl / 4
+        {
+            return Err(crate::store::StoreError::Contended.into());
         }
         Ok(Some(convert::receipt(receipt)))
     }
