@@ -183,8 +183,12 @@ def serve(kind: str, target: str | None = None, **options: Any) -> Iterator[str]
         try:
             yield f"http://127.0.0.1:{wsgi.effective_port}"
         finally:
-            # Closed from the server's own loop (its trigger), which then ends.
-            wsgi.trigger.pull_trigger(lambda: _close_all(wsgi))
+            # Closed from the server's own loop (its trigger), which then ends. A loop that
+            # already ended has closed its trigger (EBADF): nothing is left to close.
+            try:
+                wsgi.trigger.pull_trigger(lambda: _close_all(wsgi))
+            except OSError:
+                pass
             thread.join()
             wsgi.task_dispatcher.shutdown()
 
