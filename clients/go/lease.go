@@ -1,0 +1,336 @@
+package claimd
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"claimd.dev/go/claimd/claimdv1"
+)
+
+// maxErrorBytes is the longest error text sent to Retry or Quarantine.
+const maxErrorBytes = 4096
+
+// closedText is the error text of a lease given back by Close.
+const closedText = "claimd: lease closed without being settled"
+
+// Lease is a won claim. It heartbeats in its own goroutine until it is settled (Complete,
+// Retry or Quarantine, exactly once), lost, or closed. Close it when done: `defer
+// lease.Close()` gives the claim back with Retry unless it was settled or lost.
+//
+// A Lease prints (String, %v, %#v) without its claim token.
+type Lease struct {
+	client    *Client
+	namespace string
+	key       string
+	token     string
+	ttl       *durationpb.Duration // nil: the namespace's default
+	interval  time.Duration
+
+	settleMu sync.Mutex // one settle at a time
+	mu       sync.Mutex
+	receipt  *claimdv1.Receipt
+	settled  bool
+	closed   bool
+	stop     context.CancelFunc
+	beating  chan struct{} // closed when the heartbeat goroutine ends
+
+	lost     chan struct{}
+	lostOnce sync.Once
+}
+
+func newLease(c *Client, namespace, key, token string, lease, interval time.Duration,
+	receipt *claimdv1.Receipt,
+) *Lease {
+	l := &Lease{client: c, namespace: namespace, key: key, token: token, interval: interval,
+		receipt: receipt, lost: make(chan struct{})}
+	if lease > 0 {
+		l.ttl = durationpb.New(lease)
+	}
+	l.mu.Lock()
+	l.startLocked()
+	l.mu.Unlock()
+	return l
+}
+
+// Lost is closed when claimd answers a Heartbeat, Checkpoint or settle with ABORTED,
+// FAILED_PRECONDITION or NOT_FOUND: the claim token is no longer current (somebody took
+// the work over). Stop working when it closes. Other heartbeat failures (UNAVAILABLE, a
+// deadline) are tried again at the next beat.
+func (l *Lease) Lost() <-chan struct{} { return l.lost }
+
+// Receipt returns the receipt as of the last answer about this lease.
+func (l *Lease) Receipt() *claimdv1.Receipt {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.receipt
+}
+
+// Attempt returns the attempt number of this claim, a fencing number for downstream
+// systems.
+func (l *Lease) Attempt() uint32 { return l.Receipt().GetAttempt() }
+
+// Namespace returns the receipt's namespace.
+func (l *Lease) Namespace() string { return l.namespace }
+
+// Key returns the receipt's key.
+func (l *Lease) Key() string { return l.key }
+
+// String describes the lease without its claim token.
+func (l *Lease) String() string {
+	return fmt.Sprintf("claimd.Lease{namespace: %q, key: %q, attempt: %d}", l.namespace, l.key, l.Attempt())
+}
+
+// GoString is String: the token never prints.
+func (l *Lease) GoString() string { return l.String() }
+
+// Format prints String for every verb, so no verb prints the token.
+func (l *Lease) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(l.String())) }
+
+func (l *Lease) isLost() bool {
+	select {
+	case <-l.lost:
+		return true
+	default:
+		return false
+	}
+}
+
+func (l *Lease) markLost() { l.lostOnce.Do(func() { close(l.lost) }) }
+
+// note records an answer's receipt, or marks the lease lost for a lost code.
+func (l *Lease) note(receipt *claimdv1.Receipt, err error) {
+	if err != nil {
+		if isLostCode(codeOf(err)) {
+			l.markLost()
+		}
+		return
+	}
+	l.mu.Lock()
+	l.receipt = receipt
+	l.mu.Unlock()
+}
+
+func (l *Lease) startLocked() {
+	ctx, cancel := context.WithCancel(context.Background())
+	l.stop = cancel
+	done := make(chan struct{})
+	l.beating = done
+	go func() {
+		defer close(done)
+		ticker := time.NewTicker(l.interval)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-l.lost:
+				return
+			case <-ticker.C:
+				receipt, err := l.heartbeat(ctx, nil)
+				if ctx.Err() != nil {
+					return
+				}
+				l.note(receipt, err)
+			}
+		}
+	}()
+}
+
+// stopBeats stops the heartbeats and waits for the goroutine to end.
+func (l *Lease) stopBeats() {
+	l.mu.Lock()
+	stop, done := l.stop, l.beating
+	l.stop, l.beating = nil, nil
+	l.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
+}
+
+func (l *Lease) heartbeat(ctx context.Context, checkpoint []byte) (*claimdv1.Receipt, error) {
+	req := &claimdv1.HeartbeatRequest{Namespace: l.namespace, Key: l.key, ClaimToken: l.token,
+		LeaseTtl: l.ttl}
+	if checkpoint != nil {
+		req.Checkpoint = checkpoint
+	}
+	var resp *claimdv1.HeartbeatResponse
+	err := l.client.call(ctx, "Heartbeat", 0, func(ctx context.Context) (err error) {
+		resp, err = l.client.raw.Heartbeat(ctx, req)
+		return err
+	})
+	return resp.GetReceipt(), err
+}
+
+// Checkpoint stores progress bytes (at most 64 KiB) with a Heartbeat; they survive
+// retries and takeovers.
+func (l *Lease) Checkpoint(ctx context.Context, checkpoint []byte) error {
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if checkpoint == nil {
+		checkpoint = []byte{}
+	}
+	receipt, err := l.heartbeat(ctx, checkpoint)
+	l.note(receipt, err)
+	return err
+}
+
+func (l *Lease) usable() error {
+	l.mu.Lock()
+	settled := l.settled
+	l.mu.Unlock()
+	if settled {
+		return ErrSettled
+	}
+	if l.isLost() {
+		return ErrLost
+	}
+	return nil
+}
+
+// settle runs one settling RPC exactly once: heartbeats stop for it and start again
+// when it fails for another reason than a lost lease (so the caller may settle again).
+func (l *Lease) settle(ctx context.Context, op string,
+	rpc func(context.Context) (*claimdv1.Receipt, error),
+) (*claimdv1.Receipt, error) {
+	l.settleMu.Lock()
+	defer l.settleMu.Unlock()
+	if err := l.usable(); err != nil {
+		return nil, err
+	}
+	l.stopBeats()
+	var receipt *claimdv1.Receipt
+	err := l.client.call(ctx, op, 0, func(ctx context.Context) (err error) {
+		receipt, err = rpc(ctx)
+		return err
+	})
+	l.note(receipt, err)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil {
+		l.settled = true
+		return receipt, nil
+	}
+	if !l.isLost() && !l.closed {
+		l.startLocked()
+	}
+	return nil, err
+}
+
+// Complete marks the work done and stores response (at most 64 KiB) for duplicates to
+// replay. It is tried again (twice) when claimd is UNAVAILABLE: Complete with the same
+// token is idempotent. A second settle returns ErrSettled, one after Lost ErrLost.
+func (l *Lease) Complete(ctx context.Context, response []byte) (*claimdv1.Receipt, error) {
+	req := &claimdv1.CompleteRequest{Namespace: l.namespace, Key: l.key, ClaimToken: l.token,
+		Response: response}
+	return l.settle(ctx, "Complete", func(ctx context.Context) (*claimdv1.Receipt, error) {
+		for attempt := 1; ; attempt++ {
+			resp, err := l.client.raw.Complete(ctx, req)
+			if err == nil || codeOf(wrapError("", err)) != codes.Unavailable || attempt >= 3 {
+				return resp.GetReceipt(), err
+			}
+			select {
+			case <-ctx.Done():
+				return nil, err
+			case <-time.After(time.Duration(100<<attempt) * time.Millisecond):
+			}
+		}
+	})
+}
+
+type retryConfig struct {
+	after   time.Duration
+	noCount bool
+}
+
+// RetryOption configures Retry.
+type RetryOption func(*retryConfig)
+
+// RetryAfter schedules the retry d from now (1 s to 24 h) instead of the namespace's
+// exponential backoff.
+func RetryAfter(d time.Duration) RetryOption { return func(c *retryConfig) { c.after = d } }
+
+// DontCountAttempt leaves the attempt budget as it is (the platform said "wait", e.g.
+// HTTP 429); the attempt number still rises at the next claim.
+func DontCountAttempt() RetryOption { return func(c *retryConfig) { c.noCount = true } }
+
+// Retry gives the work back to be claimed again after a backoff. The receipt keeps
+// err.Error() (cut to 4 KiB) as its last_error, readable by anyone who can read the
+// receipt: pass an error whose text holds no secret (nil sends an empty text).
+func (l *Lease) Retry(ctx context.Context, err error, opts ...RetryOption) (*claimdv1.Receipt, error) {
+	var cfg retryConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	req := &claimdv1.RetryRequest{Namespace: l.namespace, Key: l.key, ClaimToken: l.token,
+		Error: errorText(err)}
+	if cfg.after > 0 {
+		req.RetryAfter = durationpb.New(cfg.after)
+	}
+	if cfg.noCount {
+		req.CountAttempt = proto.Bool(false)
+	}
+	return l.settle(ctx, "Retry", func(ctx context.Context) (*claimdv1.Receipt, error) {
+		resp, err := l.client.raw.Retry(ctx, req)
+		return resp.GetReceipt(), err
+	})
+}
+
+// Quarantine moves the receipt to the dead letter state at once (a permanent failure),
+// keeping err.Error() (cut to 4 KiB) as its last_error: pass an error whose text holds no
+// secret.
+func (l *Lease) Quarantine(ctx context.Context, err error) (*claimdv1.Receipt, error) {
+	req := &claimdv1.QuarantineRequest{Namespace: l.namespace, Key: l.key, ClaimToken: l.token,
+		Error: errorText(err)}
+	return l.settle(ctx, "Quarantine", func(ctx context.Context) (*claimdv1.Receipt, error) {
+		resp, err := l.client.raw.Quarantine(ctx, req)
+		return resp.GetReceipt(), err
+	})
+}
+
+// Close stops the heartbeats and, when the lease was neither settled nor lost, gives the
+// claim back with Retry (so the next Claim may take it after the backoff). Closing again
+// does nothing.
+func (l *Lease) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	l.stopBeats()
+	_, err := l.Retry(context.Background(), errorString(closedText))
+	if err == ErrSettled || err == ErrLost {
+		return nil
+	}
+	return err
+}
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+// errorText is err's text cut to maxErrorBytes on a character boundary.
+func errorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	text := err.Error()
+	if len(text) <= maxErrorBytes {
+		return text
+	}
+	cut := maxErrorBytes
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut]
+}
