@@ -1,0 +1,105 @@
+package claimdhttp
+
+import (
+	"net/http"
+	"strings"
+	"time"
+)
+
+// DefaultMaxResponseBytes is claimd's limit for a stored response: the default and
+// maximum of WithMaxResponseBytes.
+const DefaultMaxResponseBytes = 65536
+
+// DefaultMaxBodyBytes is the default of WithMaxBodyBytes.
+const DefaultMaxBodyBytes = 1 << 20
+
+// MaxWait is the longest wait claimd allows a Claim.
+const MaxWait = 60 * time.Second
+
+type config struct {
+	methods           map[string]bool
+	required          bool
+	wait              time.Duration
+	lease             time.Duration
+	clientOf          func(*http.Request) string
+	maxBodyBytes      int64
+	maxResponseBytes  int
+	retryAfter        time.Duration
+	retryServerErrors bool
+	canonicalJSON     bool
+	docsURL           string
+}
+
+func defaults() config {
+	return config{
+		methods:          map[string]bool{http.MethodPost: true, http.MethodPatch: true},
+		required:         true,
+		wait:             10 * time.Second,
+		lease:            30 * time.Second,
+		clientOf:         func(*http.Request) string { return "" },
+		maxBodyBytes:     DefaultMaxBodyBytes,
+		maxResponseBytes: DefaultMaxResponseBytes,
+		canonicalJSON:    true,
+	}
+}
+
+// Option configures Idempotency.
+type Option func(*config)
+
+// WithMethods sets the methods the middleware applies to (default POST and PATCH);
+// requests with other methods go straight to the handler.
+func WithMethods(methods ...string) Option {
+	return func(c *config) {
+		c.methods = map[string]bool{}
+		for _, m := range methods {
+			c.methods[strings.ToUpper(m)] = true
+		}
+	}
+}
+
+// WithRequired(false) lets requests without an Idempotency-Key through to the handler
+// (default: they get a 400).
+func WithRequired(required bool) Option { return func(c *config) { c.required = required } }
+
+// WithWait sets how long a request waits for another one with the same key to finish
+// (default 10 s, at most MaxWait): used as the Claim's wait, and for a retry that comes due.
+func WithWait(d time.Duration) Option {
+	return func(c *config) { c.wait = min(max(d, 0), MaxWait) }
+}
+
+// WithLease sets the lease of a claimed request (default 30 s); it is kept alive by
+// heartbeats while the handler runs.
+func WithLease(d time.Duration) Option { return func(c *config) { c.lease = d } }
+
+// WithClientOf sets how the client (tenant, API user) of a request is told: keys are per
+// client (default: every request is the anonymous client "-").
+func WithClientOf(f func(*http.Request) string) Option { return func(c *config) { c.clientOf = f } }
+
+// WithMaxBodyBytes sets the largest request body read (default 1 MiB); a larger one gets
+// a 413 problem.
+func WithMaxBodyBytes(n int64) Option { return func(c *config) { c.maxBodyBytes = n } }
+
+// WithMaxResponseBytes sets the largest stored response (1 to 65536, the default); a
+// larger one settles the key with its status and headers only.
+func WithMaxResponseBytes(n int) Option {
+	return func(c *config) { c.maxResponseBytes = min(max(n, 1), DefaultMaxResponseBytes) }
+}
+
+// WithRetryAfter sets when a key given back (a panicking handler, or a 5xx with
+// WithRetryServerErrors) may run again (1 s to 24 h); default: the namespace's backoff.
+func WithRetryAfter(d time.Duration) Option { return func(c *config) { c.retryAfter = d } }
+
+// WithRetryServerErrors(true) gives the key back when the handler answers 5xx, so a retry
+// runs the handler again (default: a 5xx is stored and replayed like any response).
+func WithRetryServerErrors(retry bool) Option {
+	return func(c *config) { c.retryServerErrors = retry }
+}
+
+// WithCanonicalJSON(false) fingerprints JSON bodies by their raw bytes (default: by their
+// canonical JSON, so whitespace and key order do not matter).
+func WithCanonicalJSON(canonical bool) Option {
+	return func(c *config) { c.canonicalJSON = canonical }
+}
+
+// WithDocsURL makes problem types `<url>#<code>` and adds a Link header to the page.
+func WithDocsURL(url string) Option { return func(c *config) { c.docsURL = url } }

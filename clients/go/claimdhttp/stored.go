@@ -1,0 +1,168 @@
+package claimdhttp
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net/http"
+	"sort"
+	"strings"
+)
+
+// A stored response is `IDK2`, the status (u16), flags (u8; 1 = the body was too large to
+// keep), the number of headers (u16), each header as name length (u8), lowercase name,
+// value length (u16) and value (bytes); then the body, or, when it was not kept, its
+// length in bytes (u64). It is the Node and Python packages' format: each package replays
+// what another stored.
+
+const (
+	magic         = "IDK2"
+	bodyNotStored = 1
+	// Replayed is the response header that marks a replayed response.
+	Replayed = "Idempotent-Replayed"
+)
+
+// unstored are the response headers never stored: hop-by-hop, recomputed, or credentials.
+var unstored = map[string]bool{
+	"connection": true, "keep-alive": true, "proxy-authenticate": true,
+	"proxy-authorization": true, "proxy-connection": true, "te": true, "trailer": true,
+	"transfer-encoding": true, "upgrade": true, "content-length": true, "date": true,
+	"set-cookie": true, "idempotent-replayed": true,
+}
+
+// header is one stored header line.
+type header struct{ name, value string }
+
+// record is a decoded stored response; body is nil when it was not kept (bytes long).
+type record struct {
+	status  int
+	headers []header
+	body    []byte
+	bytes   uint64
+}
+
+// encodeResponse encodes a response; with body nil the record says the body (n bytes
+// long) was not kept.
+func encodeResponse(status int, headers []header, body []byte, n uint64) []byte {
+	var b bytes.Buffer
+	b.WriteString(magic)
+	b.Write(binary.BigEndian.AppendUint16(nil, uint16(status)))
+	if body == nil {
+		b.WriteByte(bodyNotStored)
+	} else {
+		b.WriteByte(0)
+	}
+	var kept []header
+	for _, h := range headers {
+		if len(h.name) <= 0xff && len(h.value) <= 0xffff {
+			kept = append(kept, h)
+		}
+	}
+	b.Write(binary.BigEndian.AppendUint16(nil, uint16(len(kept))))
+	for _, h := range kept {
+		b.WriteByte(byte(len(h.name)))
+		b.WriteString(strings.ToLower(h.name))
+		b.Write(binary.BigEndian.AppendUint16(nil, uint16(len(h.value))))
+		b.WriteString(h.value)
+	}
+	if body == nil {
+		b.Write(binary.BigEndian.AppendUint64(nil, n))
+	} else {
+		b.Write(body)
+	}
+	return b.Bytes()
+}
+
+// decodeResponse decodes what encodeResponse made; ok is false for anything else.
+func decodeResponse(data []byte) (r record, ok bool) {
+	if len(data) < 9 || string(data[:4]) != magic {
+		return r, false
+	}
+	r.status = int(binary.BigEndian.Uint16(data[4:]))
+	flags := data[6]
+	count := int(binary.BigEndian.Uint16(data[7:]))
+	at := 9
+	for i := 0; i < count; i++ {
+		if at+1 > len(data) {
+			return r, false
+		}
+		nameEnd := at + 1 + int(data[at])
+		if nameEnd+2 > len(data) {
+			return r, false
+		}
+		valueEnd := nameEnd + 2 + int(binary.BigEndian.Uint16(data[nameEnd:]))
+		if valueEnd > len(data) {
+			return r, false
+		}
+		r.headers = append(r.headers, header{string(data[at+1 : nameEnd]), string(data[nameEnd+2 : valueEnd])})
+		at = valueEnd
+	}
+	if r.status < 100 || r.status > 999 {
+		return r, false
+	}
+	if flags&bodyNotStored != 0 {
+		if at+8 != len(data) {
+			return r, false
+		}
+		r.bytes = binary.BigEndian.Uint64(data[at:])
+		return r, true
+	}
+	r.body = append([]byte{}, data[at:]...)
+	r.bytes = uint64(len(r.body))
+	return r, true
+}
+
+// storedHeaders returns the headers to store of a finished response: content-type, and
+// those the handler set or changed (not those set before it ran), none of unstored.
+func storedHeaders(after, before http.Header) []header {
+	names := make([]string, 0, len(after))
+	for name := range after {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out []header
+	for _, name := range names {
+		lower := strings.ToLower(name)
+		values := after[name]
+		if unstored[lower] || len(values) == 0 {
+			continue
+		}
+		if lower != "content-type" && strings.Join(before.Values(name), "\n") == strings.Join(values, "\n") {
+			continue
+		}
+		for _, v := range values {
+			out = append(out, header{lower, v})
+		}
+	}
+	return out
+}
+
+// recorder holds back everything a handler writes.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(status int) {
+	if r.status == 0 && status >= 200 {
+		r.status = status
+	}
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	r.WriteHeader(http.StatusOK)
+	return r.body.Write(p)
+}
+
+// Flush does nothing: the response is sent once it is stored.
+func (r *recorder) Flush() {}
+
+// result is the status (200 when none was written) and body.
+func (r *recorder) result() (int, []byte) {
+	if r.status == 0 {
+		return http.StatusOK, r.body.Bytes()
+	}
+	return r.status, r.body.Bytes()
+}
