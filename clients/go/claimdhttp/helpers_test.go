@@ -1,0 +1,142 @@
+package claimdhttp_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"claimd.dev/go/claimd"
+	"claimd.dev/go/claimd/claimdhttp"
+)
+
+// harness names what sets the environment the tests need.
+const harness = "set by `cargo test --test it polyglot::clients_go`, which starts claimd"
+
+// slowRetries has a 1-minute retry backoff on every test server: a key given back there
+// does not come due during a test.
+const slowRetries = "go-http-tests"
+
+// fastRetries has the default backoff (0.5 to 1 s).
+const fastRetries = "go-http-tests-fast"
+
+func envOf(t *testing.T, name string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		t.Fatalf("%s is not set: it is %s", name, harness)
+	}
+	return v
+}
+
+// onBothStores runs f with a client of the embedded store's claimd and the PostgreSQL one.
+func onBothStores(t *testing.T, f func(t *testing.T, c *claimd.Client)) {
+	for _, store := range []struct{ name, env string }{
+		{"embedded", "CLAIMD_EMBEDDED_ADDR"},
+		{"postgres", "CLAIMD_POSTGRES_ADDR"},
+	} {
+		t.Run(store.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := claimd.New(envOf(t, store.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			f(t, c)
+		})
+	}
+}
+
+// counted is a handler that counts its runs.
+type counted struct {
+	runs atomic.Int64
+	h    http.HandlerFunc
+}
+
+func (c *counted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c.runs.Add(1)
+	c.h(w, r)
+}
+
+// serve starts a real HTTP server with the middleware on POST /orders and POST /payments.
+func serve(t *testing.T, c *claimd.Client, ns string, h http.HandlerFunc, opts ...claimdhttp.Option) (string, *counted) {
+	handler := &counted{h: h}
+	guard := claimdhttp.Idempotency(c, ns, opts...)
+	mux := http.NewServeMux()
+	mux.Handle("POST /orders", guard(handler))
+	mux.Handle("POST /payments", guard(handler))
+	srv := httptest.NewUnstartedServer(mux)
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the panicking handler's stack
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL, handler
+}
+
+// answer is a response as the client saw it.
+type answer struct {
+	status int
+	header http.Header
+	body   string
+}
+
+// problemCode is the code member of a problem body.
+func (a answer) problemCode() string {
+	var p struct{ Code string }
+	_ = json.Unmarshal([]byte(a.body), &p)
+	return p.Code
+}
+
+// post sends a request; keys holds the Idempotency-Key header lines as sent.
+func post(t *testing.T, url, body string, keys ...string) answer {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for _, k := range keys {
+		req.Header.Add("Idempotency-Key", k)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST: %v", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return answer{resp.StatusCode, resp.Header, string(raw)}
+}
+
+// expectProblem fails unless a is a problem with this status and code.
+func expectProblem(t *testing.T, a answer, status int, code string) {
+	t.Helper()
+	if a.status != status || a.problemCode() != code ||
+		a.header.Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("got %d %s %q, want problem %d %s", a.status, a.header.Get("Content-Type"), a.body, status, code)
+	}
+}
+
+var keys atomic.Int64
+
+// newKey returns an Idempotency-Key no earlier run used.
+func newKey() string {
+	return fmt.Sprintf("k-%d-%d", time.Now().UnixNano(), keys.Add(1))
+}
+
+// created answers 201 with a JSON body naming the order.
+func created(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Order", "7")
+	w.WriteHeader(http.StatusCreated)
+	fmt.Fprintf(w, `{"id":7,"got":%q}`, body)
+}
