@@ -96,9 +96,18 @@ func (a answer) problemCode() string {
 // post sends a request; keys holds the Idempotency-Key header lines as sent.
 func post(t *testing.T, url, body string, keys ...string) answer {
 	t.Helper()
+	a, err := send(url, body, keys...)
+	if err != nil {
+		t.Fatalf("POST: %v", err)
+	}
+	return a
+}
+
+// send is post for other goroutines than the test's: it returns the error.
+func send(url, body string, keys ...string) (answer, error) {
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
-		t.Fatal(err)
+		return answer{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	for _, k := range keys {
@@ -106,14 +115,14 @@ func post(t *testing.T, url, body string, keys ...string) answer {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("POST: %v", err)
+		return answer{}, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		return answer{}, err
 	}
-	return answer{resp.StatusCode, resp.Header, string(raw)}
+	return answer{resp.StatusCode, resp.Header, string(raw)}, nil
 }
 
 // expectProblem fails unless a is a problem with this status and code.

@@ -41,7 +41,12 @@ func TestTwentyConcurrentIdenticalRequestsRunTheHandlerOnceAndAllGetItsAnswer(t 
 		answers := make([]answer, 20)
 		var wg sync.WaitGroup
 		for i := range answers {
-			wg.Go(func() { answers[i] = post(t, url+"/orders", `{"item":"cup"}`, key) })
+			wg.Go(func() {
+				var err error
+				if answers[i], err = send(url+"/orders", `{"item":"cup"}`, key); err != nil {
+					t.Error(err)
+				}
+			})
 		}
 		wg.Wait()
 		for _, a := range answers {
@@ -151,7 +156,13 @@ func TestARequestStillInFlightPastTheWaitIs409WithRetryAfter(t *testing.T) {
 		}, claimdhttp.WithWait(300*time.Millisecond))
 		key := newKey()
 		done := make(chan answer, 1)
-		go func() { done <- post(t, url+"/orders", `{}`, key) }()
+		go func() {
+			a, err := send(url+"/orders", `{}`, key)
+			if err != nil {
+				t.Error(err)
+			}
+			done <- a
+		}()
 		time.Sleep(300 * time.Millisecond) // the first request holds the claim
 		busy := post(t, url+"/orders", `{}`, key)
 		close(release)
