@@ -14,7 +14,8 @@
 // replayed with `Idempotent-Replayed: true`: a handler that answered never runs again for
 // that key. A response too large to store still settles the key: retries get its status
 // and headers with a problem body saying so. Only a handler that panics gives the key
-// back (Retry), then the panic goes on.
+// back (Retry), then the panic goes on. The handler's request context is canceled when
+// claimd reports its lease lost (somebody else took the request over).
 //
 // Nothing here logs; no problem body carries a key, a token or a body.
 package claimdhttp
@@ -79,6 +80,9 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	if !ok {
 		m.problem(w, 400, "idempotency-key-invalid", "Idempotency-Key is invalid", keyRule)
 		return
+	}
+	if r.Body == nil {
+		r.Body = http.NoBody
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, m.maxBodyBytes+1))
 	if err != nil {
