@@ -122,7 +122,9 @@ func tokenChars(s string) bool {
 // Fingerprint returns the fingerprint of a request: SHA-256 of `METHOD\n`, the path with
 // its query, `\n`, and the body: its canonical JSON (see CanonicalJSON) when contentType
 // is JSON, the body is UTF-8 and parses, else its raw bytes. It is the fingerprint the
-// Node and Python packages compute for the same request.
+// Node and Python packages compute for the same request. The middleware passes the
+// request-target as received (r.RequestURI, as Express's originalUrl; r.URL.RequestURI()
+// when it is empty), so a prefix an http.StripPrefix removed still counts.
 func Fingerprint(method, requestURI string, body []byte, contentType string, canonical bool) []byte {
 	input := body
 	if canonical && len(body) > 0 && IsJSONType(contentType) && utf8.Valid(body) {
