@@ -14,7 +14,8 @@ import (
 func TestTheHeartbeatKeepsAShortLeaseAlivePastItsLength(t *testing.T) {
 	onBothStores(t, func(t *testing.T, c *claimd.Client) {
 		key, fp := uniqueKey(t), claimd.Fingerprint([]byte("body"))
-		won := mustClaim(t, c, key, fp, claimd.DecisionClaimed, claimd.WithLease(time.Second))
+		won := mustClaim(t, c, key, fp, claimd.DecisionClaimed, claimd.WithLease(time.Second),
+			claimd.WithHeartbeatInterval(250*time.Millisecond))
 		time.Sleep(2500 * time.Millisecond)
 		mustClaim(t, c, key, fp, claimd.DecisionInFlight)
 		select {

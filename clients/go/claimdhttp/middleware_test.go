@@ -16,8 +16,9 @@ func TestAHandlerThatAnsweredNeverRunsAgainAndItsResponseIsReplayed(t *testing.T
 		url, h := serve(t, c, slowRetries, created)
 		key := newKey()
 		first := post(t, url+"/orders", `{"item":"cup","n":1}`, key)
-		if first.status != 201 || first.header.Get(claimdhttp.Replayed) != "" {
-			t.Fatalf("first: %+v", first)
+		if first.status != 201 || first.header.Get(claimdhttp.Replayed) != "" ||
+			!strings.Contains(first.body, `\"item\":\"cup\"`) {
+			t.Fatalf("first (the handler reads the body): %+v", first)
 		}
 		// The same JSON, other whitespace and member order: the same request.
 		again := post(t, url+"/orders", `{ "n":1, "item":"cup" }`, key)
@@ -111,7 +112,14 @@ func TestTheSameKeyWithAnotherBodyOrOnAnotherRouteIs422(t *testing.T) {
 func TestARequestWithoutAKeyOrWithAnInvalidKeyIs400(t *testing.T) {
 	onBothStores(t, func(t *testing.T, c *claimd.Client) {
 		url, h := serve(t, c, slowRetries, created)
-		expectProblem(t, post(t, url+"/orders", `{}`), 400, "idempotency-key-missing")
+		missing := post(t, url+"/orders", `{}`)
+		expectProblem(t, missing, 400, "idempotency-key-missing")
+		// The Node package's problem, member for member.
+		if want := `{"type":"about:blank","title":"Idempotency-Key is missing","status":400,` +
+			`"detail":"This operation is idempotent and requires an Idempotency-Key header.",` +
+			`"code":"idempotency-key-missing"}`; missing.body != want {
+			t.Fatalf("problem body %s", missing.body)
+		}
 		for _, bad := range []string{`"unterminated`, `"a"b`, strings.Repeat("x", 256), `""`} {
 			expectProblem(t, post(t, url+"/orders", `{}`, bad), 400, "idempotency-key-invalid")
 		}
@@ -149,8 +157,9 @@ func TestFreeFormKeysWithSpacesAndQuotedStringsAreOneKey(t *testing.T) {
 
 func TestARequestStillInFlightPastTheWaitIs409WithRetryAfter(t *testing.T) {
 	onBothStores(t, func(t *testing.T, c *claimd.Client) {
-		release := make(chan struct{})
+		started, release := make(chan struct{}), make(chan struct{})
 		url, _ := serve(t, c, slowRetries, func(w http.ResponseWriter, r *http.Request) {
+			close(started)
 			<-release
 			created(w, r)
 		}, claimdhttp.WithWait(300*time.Millisecond))
@@ -163,7 +172,7 @@ func TestARequestStillInFlightPastTheWaitIs409WithRetryAfter(t *testing.T) {
 			}
 			done <- a
 		}()
-		time.Sleep(300 * time.Millisecond) // the first request holds the claim
+		<-started // the first request holds the claim
 		busy := post(t, url+"/orders", `{}`, key)
 		close(release)
 		expectProblem(t, busy, 409, "idempotency-request-in-progress")
