@@ -10,7 +10,7 @@ case "${1:-}" in
   --check)
     out=target/gen-check
     rm -rf "$out"
-    mvn -q -B -Pgenerate -Dgen.out="$PWD/$out" generate-sources
+    mvn -q -B -Dstyle.color=never -Pgenerate -Dgen.out="$PWD/$out" generate-sources
     stale=0
     while IFS= read -r f; do
       echo "stale: $f" >&2
@@ -27,7 +27,7 @@ case "${1:-}" in
     ;;
   "")
     rm -rf "$committed"
-    mvn -q -B -Pgenerate -Dgen.out="$PWD/$committed" generate-sources
+    mvn -q -B -Dstyle.color=never -Pgenerate -Dgen.out="$PWD/$committed" generate-sources
     echo "regenerated $committed"
     ;;
   *)
