@@ -101,6 +101,7 @@ class ClaimsTest {
     try (Claims claims = Claims.connect(store.address())) {
       String k = key("once");
       Lease lease = claims.claim(NS, k, sha256("a")).lease().orElseThrow();
+      assertFalse(lease.toString().contains(k));
       lease.complete(utf8("first"));
       assertTrue(lease.isSettled());
       IllegalStateException twice =

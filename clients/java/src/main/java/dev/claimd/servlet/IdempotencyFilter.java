@@ -10,8 +10,6 @@ import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.time.Duration;
-import java.util.Collections;
-import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
@@ -94,42 +92,10 @@ public final class IdempotencyFilter implements Filter {
       chain.doFilter(request, response);
       return;
     }
-    List<String> values = req.getHeaders(HEADER) == null ? List.of()
-        : Collections.list(req.getHeaders(HEADER));
-    if (values.isEmpty()) {
-      if (!required) {
-        chain.doFilter(request, response);
-        return;
-      }
-      problem(res, 400, "idempotency-key-missing", "Idempotency-Key is missing",
-          "This operation is idempotent and requires an Idempotency-Key header.", Map.of());
-      return;
+    Exchange exchange = Admission.admit(this, req, res, chain);
+    if (exchange != null) {
+      exchange.run();
     }
-    String key = values.size() == 1 ? RequestIdentity.parseKey(values.get(0)) : null;
-    if (key == null) {
-      problem(res, 400, "idempotency-key-invalid", "Idempotency-Key is invalid",
-          RequestIdentity.KEY_RULE, Map.of());
-      return;
-    }
-    byte[] body = req.getContentLengthLong() > maxBodyBytes ? null
-        : req.getInputStream().readNBytes(maxBodyBytes + 1);
-    if (body == null || body.length > maxBodyBytes) {
-      problem(res, 413, "idempotency-request-too-large", "Request body too large",
-          "This operation accepts request bodies of at most " + maxBodyBytes + " bytes.",
-          Map.of());
-      return;
-    }
-    String claim;
-    try {
-      claim = RequestIdentity.claimKey(clientOf.apply(req), key);
-    } catch (IllegalArgumentException e) {
-      throw new ServletException("idempotency: " + e.getMessage(), e);
-    }
-    String query = req.getQueryString();
-    String url = req.getRequestURI() + (query == null ? "" : "?" + query);
-    byte[] fingerprint = RequestIdentity.fingerprint(req.getMethod(), url, body,
-        req.getHeader("Content-Type"), canonicalJson);
-    new Exchange(this, req, res, chain, claim, fingerprint, body).run();
   }
 
   void problem(HttpServletResponse res, int status, String code, String title, String detail,
