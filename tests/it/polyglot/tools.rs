@@ -152,8 +152,11 @@ pub fn npm_ci(dir: &str) -> PathBuf {
     package
 }
 
-/// The policies every [`Live`] claimd serves with (`--config`).
-const HTTP_SUITE_POLICY: &str = "[namespaces.\"py-http-tests\"]\nbackoff_base = \"1m\"\n";
+/// The policies every [`Live`] claimd serves with (`--config`): the HTTP suites' namespaces
+/// of the Python, Go and Java packages retry after a minute.
+const HTTP_SUITE_POLICY: &str = "[namespaces.\"py-http-tests\"]\nbackoff_base = \"1m\"\n\
+    [namespaces.\"go-http-tests\"]\nbackoff_base = \"1m\"\n\
+    [namespaces.\"java-http-tests\"]\nbackoff_base = \"1m\"\n";
 
 /// A claimd binary serving on a free loopback port, anonymous (no API keys).
 pub struct Live {
