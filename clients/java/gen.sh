@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Regenerates the committed protobuf code (src/main/generated) from ../../proto/claimd/v1/claims.proto
-# with protoc, which Maven fetches (profile `generate` in pom.xml).
+# Regenerates the committed protobuf code and grpc-java stub (src/main/generated) from
+# ../../proto/claimd/v1/claims.proto with protoc and protoc-gen-grpc-java, which Maven fetches
+# (profile `generate` in pom.xml).
 #   ./gen.sh           regenerate src/main/generated
 #   ./gen.sh --check   generate into target/gen-check and compare; exits 1 naming stale files
 set -euo pipefail

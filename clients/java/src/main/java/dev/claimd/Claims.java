@@ -3,6 +3,7 @@ package dev.claimd;
 import com.google.protobuf.ByteString;
 import dev.claimd.v1.ClaimRequest;
 import dev.claimd.v1.ClaimResponse;
+import dev.claimd.v1.ClaimServiceGrpc;
 import dev.claimd.v1.GetRequest;
 import dev.claimd.v1.Receipt;
 import io.grpc.CallOptions;
@@ -104,7 +105,7 @@ public final class Claims implements AutoCloseable {
       timeout = callTimeout.plus(options.waitTime());
     }
     ClaimResponse answer =
-        call(ClaimServiceMethods.CLAIM, request.build(), timeout, "Claim", key);
+        call(ClaimServiceGrpc.getClaimMethod(), request.build(), timeout, "Claim", key);
     Decision decision = Decision.of(answer.getDecision());
     Receipt receipt = answer.getReceipt();
     if (decision != Decision.CLAIMED) {
@@ -129,7 +130,7 @@ public final class Claims implements AutoCloseable {
    */
   public Receipt get(String namespace, String key) {
     GetRequest request = GetRequest.newBuilder().setNamespace(namespace).setKey(key).build();
-    return call(ClaimServiceMethods.GET, request, callTimeout, "Get", key).getReceipt();
+    return call(ClaimServiceGrpc.getGetMethod(), request, callTimeout, "Get", key).getReceipt();
   }
 
   /** The per-call timeout. */

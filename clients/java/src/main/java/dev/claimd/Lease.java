@@ -1,6 +1,7 @@
 package dev.claimd;
 
 import com.google.protobuf.ByteString;
+import dev.claimd.v1.ClaimServiceGrpc;
 import dev.claimd.v1.CompleteRequest;
 import dev.claimd.v1.HeartbeatRequest;
 import dev.claimd.v1.QuarantineRequest;
@@ -117,7 +118,7 @@ public final class Lease implements AutoCloseable {
         .build();
     for (int attempt = 1; ; attempt++) {
       try {
-        return settle(() -> claims.call(ClaimServiceMethods.COMPLETE, request,
+        return settle(() -> claims.call(ClaimServiceGrpc.getCompleteMethod(), request,
             claims.callTimeout(), "Complete", key, token).getReceipt());
       } catch (ClaimdException e) {
         if (e.code() != Status.Code.UNAVAILABLE || attempt >= 3) {
@@ -183,7 +184,7 @@ public final class Lease implements AutoCloseable {
     QuarantineRequest request = QuarantineRequest.newBuilder()
         .setNamespace(namespace).setKey(key).setClaimToken(token).setError(text(error))
         .build();
-    return settle(() -> claims.call(ClaimServiceMethods.QUARANTINE, request,
+    return settle(() -> claims.call(ClaimServiceGrpc.getQuarantineMethod(), request,
         claims.callTimeout(), "Quarantine", key, token).getReceipt());
   }
 
@@ -220,8 +221,8 @@ public final class Lease implements AutoCloseable {
       request.setCountAttempt(false);
     }
     RetryRequest built = request.build();
-    return settle(() -> claims.call(ClaimServiceMethods.RETRY, built, claims.callTimeout(),
-        "Retry", key, token).getReceipt());
+    return settle(() -> claims.call(ClaimServiceGrpc.getRetryMethod(), built,
+        claims.callTimeout(), "Retry", key, token).getReceipt());
   }
 
   private void settleOnce() {
@@ -265,7 +266,7 @@ public final class Lease implements AutoCloseable {
     }
     HeartbeatRequest built = request.build();
     try {
-      return claims.call(ClaimServiceMethods.HEARTBEAT, built, claims.callTimeout(),
+      return claims.call(ClaimServiceGrpc.getHeartbeatMethod(), built, claims.callTimeout(),
           "Heartbeat", key, token).getReceipt();
     } catch (ClaimdException e) {
       if (LOST_CODES.contains(e.code())) {
