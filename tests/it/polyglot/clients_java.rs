@@ -139,6 +139,7 @@ const REQUIRED: &[&str] = &[
     "SecurityTest.noApiKeyIsUnauthenticatedWhereOneIsRequired",
     "SecurityTest.mutualTlsWithAnApiKeyClaimsAndCompletes",
     "VersionTest.theVersionIsTheProtosVersion",
+    "VersionTest.theGeneratedStubIsClaimdV1ClaimService",
     "IdempotencyFilterTest.aHandlerThatAnsweredNeverRunsAgain",
     "IdempotencyFilterTest.twentyConcurrentIdenticalRequestsRunTheHandlerOnce",
     "IdempotencyFilterTest.aServerErrorIsReplayedToo",
