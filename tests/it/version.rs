@@ -1,5 +1,6 @@
 //! One version (issue 29 §5): the server, the Rust client, the benchmark and the packages
-//! carry the contract's version, `proto/VERSION`, and `claimd --version` prints it with the
+//! (the Go module's `Version` and the Java artifact's too, issue 33) carry the contract's
+//! version, `proto/VERSION`, and `claimd --version` prints it with the
 //! proto's.
 
 use crate::common::process::claimd;
@@ -21,6 +22,25 @@ fn claimd_version_prints_the_contracts_version_and_the_protos() {
     let printed = String::from_utf8_lossy(&out.stdout);
     let v = contract();
     assert_eq!(printed.trim(), format!("claimd {v} (proto claimd.v1 {v})"));
+}
+
+#[test]
+fn the_go_module_and_the_java_artifact_carry_the_contracts_version() {
+    let go = repo("clients/go/doc.go");
+    assert!(
+        go.contains(&format!("const Version = \"{}\"", contract())),
+        "clients/go/doc.go's Version is not proto/VERSION"
+    );
+    let pom = repo("clients/java/pom.xml");
+    let after_artifact = pom
+        .split("<artifactId>claimd-client</artifactId>")
+        .nth(1)
+        .expect("the pom names claimd-client");
+    let version = after_artifact
+        .split("<version>")
+        .nth(1)
+        .and_then(|v| v.split("</version>").next());
+    assert_eq!(version, Some(contract().as_str()), "clients/java/pom.xml");
 }
 
 #[test]
