@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -29,6 +30,9 @@ type Client struct {
 	conn        *grpc.ClientConn
 	raw         claimdv1.ClaimServiceClient
 	callTimeout time.Duration
+
+	closeOnce sync.Once
+	closed    chan struct{} // closed by Close: every lease's heartbeats stop
 }
 
 type config struct {
@@ -113,16 +117,32 @@ func New(target string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("claimd: %w", err)
 	}
-	return &Client{conn: conn, raw: claimdv1.NewClaimServiceClient(conn), callTimeout: cfg.callTimeout}, nil
+	return &Client{conn: conn, raw: claimdv1.NewClaimServiceClient(conn), callTimeout: cfg.callTimeout,
+		closed: make(chan struct{})}, nil
 }
 
-// Close closes the connection. Leases of this client stop working.
-func (c *Client) Close() error { return c.conn.Close() }
+// Close closes the connection. Leases of this client stop working: their heartbeat
+// goroutines end (their Lost channels stay open: nobody took the work over). Closing
+// again returns the connection's error and does nothing else.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return c.conn.Close()
+}
 
 // Raw returns the generated gRPC client on this client's connection (with its API key),
 // for the RPCs this package does not wrap (Get, List, ListOrphaned, Redrive). Its errors
 // are plain gRPC status errors.
 func (c *Client) Raw() claimdv1.ClaimServiceClient { return c.raw }
+
+// isClosed reports whether Close was called.
+func (c *Client) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
+}
 
 // call runs f with the call timeout (plus extra) and wraps its error.
 func (c *Client) call(ctx context.Context, op string, extra time.Duration, f func(context.Context) error) error {

@@ -12,7 +12,7 @@
 //		defer out.Lease.Close() // gives the claim back unless it was settled
 //		reply, err := handle(ctx, body)
 //		if err != nil {
-//			_ = out.Lease.Retry(ctx, err)
+//			_, _ = out.Lease.Retry(ctx, err)
 //			return
 //		}
 //		_, err = out.Lease.Complete(ctx, reply)

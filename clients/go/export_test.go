@@ -2,3 +2,11 @@ package claimd
 
 // TokenOf exposes a lease's claim token to the tests, which check it never prints.
 func TokenOf(l *Lease) string { return l.token }
+
+// HeartbeatDone exposes the channel closed when a lease's heartbeat goroutine ends (nil
+// when none runs), so tests can tell it stopped.
+func HeartbeatDone(l *Lease) <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.beating
+}

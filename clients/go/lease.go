@@ -129,9 +129,11 @@ func (l *Lease) startLocked() {
 				return
 			case <-l.lost:
 				return
+			case <-l.client.closed: // the connection is closing: every beat would fail
+				return
 			case <-ticker.C:
 				receipt, err := l.heartbeat(ctx, nil)
-				if ctx.Err() != nil {
+				if ctx.Err() != nil || l.client.isClosed() {
 					return
 				}
 				l.note(receipt, err)
@@ -167,8 +169,11 @@ func (l *Lease) heartbeat(ctx context.Context, checkpoint []byte) (*claimdv1.Rec
 }
 
 // Checkpoint stores progress bytes (at most 64 KiB) with a Heartbeat; they survive
-// retries and takeovers.
+// retries and takeovers. It waits for a settle in progress (and a settle for it): after a
+// settle it returns ErrSettled without calling claimd.
 func (l *Lease) Checkpoint(ctx context.Context, checkpoint []byte) error {
+	l.settleMu.Lock()
+	defer l.settleMu.Unlock()
 	if err := l.usable(); err != nil {
 		return err
 	}
@@ -195,8 +200,8 @@ func (l *Lease) usable() error {
 
 // settle runs one settling RPC exactly once: heartbeats stop for it and start again
 // when it fails for another reason than a lost lease (so the caller may settle again).
-func (l *Lease) settle(ctx context.Context, op string,
-	rpc func(context.Context) (*claimdv1.Receipt, error),
+// rpc gets ctx itself: it runs each call with the call timeout (l.client.call).
+func (l *Lease) settle(ctx context.Context, rpc func(context.Context) (*claimdv1.Receipt, error),
 ) (*claimdv1.Receipt, error) {
 	l.settleMu.Lock()
 	defer l.settleMu.Unlock()
@@ -204,11 +209,7 @@ func (l *Lease) settle(ctx context.Context, op string,
 		return nil, err
 	}
 	l.stopBeats()
-	var receipt *claimdv1.Receipt
-	err := l.client.call(ctx, op, 0, func(ctx context.Context) (err error) {
-		receipt, err = rpc(ctx)
-		return err
-	})
+	receipt, err := rpc(ctx)
 	l.note(receipt, err)
 	l.mu.Lock()
 	defer l.mu.Unlock()

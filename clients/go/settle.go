@@ -13,15 +13,20 @@ import (
 )
 
 // Complete marks the work done and stores response (at most 64 KiB) for duplicates to
-// replay. It is tried again (twice) when claimd is UNAVAILABLE: Complete with the same
-// token is idempotent. A second settle returns ErrSettled, one after Lost ErrLost.
+// replay. It is tried again (twice) when claimd is UNAVAILABLE, each try with its own call
+// timeout: Complete with the same token is idempotent. A second settle returns ErrSettled,
+// one after Lost ErrLost.
 func (l *Lease) Complete(ctx context.Context, response []byte) (*claimdv1.Receipt, error) {
 	req := &claimdv1.CompleteRequest{Namespace: l.namespace, Key: l.key, ClaimToken: l.token,
 		Response: response}
-	return l.settle(ctx, "Complete", func(ctx context.Context) (*claimdv1.Receipt, error) {
+	return l.settle(ctx, func(ctx context.Context) (*claimdv1.Receipt, error) {
 		for attempt := 1; ; attempt++ {
-			resp, err := l.client.raw.Complete(ctx, req)
-			if err == nil || codeOf(wrapError("", err)) != codes.Unavailable || attempt >= 3 {
+			var resp *claimdv1.CompleteResponse
+			err := l.client.call(ctx, "Complete", 0, func(ctx context.Context) (err error) {
+				resp, err = l.client.raw.Complete(ctx, req)
+				return err
+			})
+			if err == nil || codeOf(err) != codes.Unavailable || attempt >= 3 {
 				return resp.GetReceipt(), err
 			}
 			select {
@@ -65,9 +70,13 @@ func (l *Lease) Retry(ctx context.Context, err error, opts ...RetryOption) (*cla
 	if cfg.noCount {
 		req.CountAttempt = proto.Bool(false)
 	}
-	return l.settle(ctx, "Retry", func(ctx context.Context) (*claimdv1.Receipt, error) {
-		resp, err := l.client.raw.Retry(ctx, req)
-		return resp.GetReceipt(), err
+	return l.settle(ctx, func(ctx context.Context) (resp *claimdv1.Receipt, err error) {
+		err = l.client.call(ctx, "Retry", 0, func(ctx context.Context) error {
+			r, err := l.client.raw.Retry(ctx, req)
+			resp = r.GetReceipt()
+			return err
+		})
+		return resp, err
 	})
 }
 
@@ -77,9 +86,13 @@ func (l *Lease) Retry(ctx context.Context, err error, opts ...RetryOption) (*cla
 func (l *Lease) Quarantine(ctx context.Context, err error) (*claimdv1.Receipt, error) {
 	req := &claimdv1.QuarantineRequest{Namespace: l.namespace, Key: l.key, ClaimToken: l.token,
 		Error: errorText(err)}
-	return l.settle(ctx, "Quarantine", func(ctx context.Context) (*claimdv1.Receipt, error) {
-		resp, err := l.client.raw.Quarantine(ctx, req)
-		return resp.GetReceipt(), err
+	return l.settle(ctx, func(ctx context.Context) (resp *claimdv1.Receipt, err error) {
+		err = l.client.call(ctx, "Quarantine", 0, func(ctx context.Context) error {
+			r, err := l.client.raw.Quarantine(ctx, req)
+			resp = r.GetReceipt()
+			return err
+		})
+		return resp, err
 	})
 }
 
