@@ -67,11 +67,18 @@ func (c *counted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serve starts a real HTTP server with the middleware on POST /orders and POST /payments.
 func serve(t *testing.T, c *claimd.Client, ns string, h http.HandlerFunc, opts ...claimdhttp.Option) (string, *counted) {
+	return serveWrapped(t, c, ns, func(h http.Handler) http.Handler { return h }, h, opts...)
+}
+
+// serveWrapped is serve with wrap (outer middleware) around the middleware.
+func serveWrapped(t *testing.T, c *claimd.Client, ns string, wrap func(http.Handler) http.Handler,
+	h http.HandlerFunc, opts ...claimdhttp.Option,
+) (string, *counted) {
 	handler := &counted{h: h}
 	guard := claimdhttp.Idempotency(c, ns, opts...)
 	mux := http.NewServeMux()
-	mux.Handle("POST /orders", guard(handler))
-	mux.Handle("POST /payments", guard(handler))
+	mux.Handle("POST /orders", wrap(guard(handler)))
+	mux.Handle("POST /payments", wrap(guard(handler)))
 	srv := httptest.NewUnstartedServer(mux)
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the panicking handler's stack
 	srv.Start()
@@ -140,6 +147,10 @@ var keys atomic.Int64
 func newKey() string {
 	return fmt.Sprintf("k-%d-%d", time.Now().UnixNano(), keys.Add(1))
 }
+
+// nodeStored is what the Node and Python packages' tests store: 201, content-type
+// application/json, x-order 7, {"id":7}.
+const nodeStored = "49444b3200c90000020c636f6e74656e742d7479706500106170706c69636174696f6e2f6a736f6e07782d6f726465720001377b226964223a377d"
 
 // created answers 201 with a JSON body naming the order.
 func created(w http.ResponseWriter, r *http.Request) {

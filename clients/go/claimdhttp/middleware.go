@@ -14,19 +14,19 @@
 // replayed with `Idempotent-Replayed: true`: a handler that answered never runs again for
 // that key. A response too large to store still settles the key: retries get its status
 // and headers with a problem body saying so. Only a handler that panics gives the key
-// back (Retry), then the panic goes on. The handler's request context is canceled when
-// claimd reports its lease lost (somebody else took the request over).
+// back (Retry), then the panic goes on, its value unchanged. The handler's request context
+// is not canceled when the client goes away (the handler's answer is stored for the
+// client's retry); it is canceled when claimd reports the lease lost (somebody else took
+// the request over) and when the handler returns.
 //
 // Nothing here logs; no problem body carries a key, a token or a body.
 package claimdhttp
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -34,12 +34,15 @@ import (
 	"claimd.dev/go/claimd"
 )
 
-// Idempotency returns the Idempotency-Key middleware claiming requests in namespace.
+// Idempotency returns the Idempotency-Key middleware claiming requests in namespace. It
+// panics, naming the option, when client is nil, namespace empty or an option out of
+// range: a programmer error, found when the middleware is built.
 func Idempotency(client *claimd.Client, namespace string, opts ...Option) func(http.Handler) http.Handler {
 	cfg := defaults()
 	for _, o := range opts {
 		o(&cfg)
 	}
+	cfg.validate(client, namespace)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			m := &middleware{config: cfg, client: client, namespace: namespace}
@@ -85,14 +88,15 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		r.Body = http.NoBody
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, m.maxBodyBytes+1))
+	var limited *http.MaxBytesError // an http.MaxBytesReader of an outer middleware
+	if errors.As(err, &limited) || int64(len(body)) > m.maxBodyBytes {
+		m.problem(w, 413, "idempotency-body-too-large", "Request body too large",
+			"The request body is larger than this operation accepts.")
+		return
+	}
 	if err != nil {
 		m.problem(w, 400, "idempotency-body-unreadable", "The request body could not be read",
 			"The request body ended early; send the request again.")
-		return
-	}
-	if int64(len(body)) > m.maxBodyBytes {
-		m.problem(w, 413, "idempotency-body-too-large", "Request body too large",
-			"The request body is larger than this operation accepts.")
 		return
 	}
 	_ = r.Body.Close()
@@ -148,11 +152,10 @@ func (m *middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 			due := max(0, time.Until(receipt.GetNextAttemptAt().AsTime()))
 			if due <= m.wait-time.Since(started) {
 				select {
-				case <-r.Context().Done():
-					return
+				case <-r.Context().Done(): // answered below, in case anybody still listens
 				case <-time.After(max(due, 20*time.Millisecond)):
+					continue
 				}
-				continue
 			}
 			m.problem(w, 503, "idempotency-retry-scheduled", "The last attempt of this request failed",
 				"Retry the request later to run it again.",
@@ -199,81 +202,4 @@ func (m *middleware) retryOptions() []claimd.RetryOption {
 		return []claimd.RetryOption{claimd.RetryAfter(m.retryAfter)}
 	}
 	return nil
-}
-
-// run runs the handler for a claimed request, stores what it answered and sends it.
-func (m *middleware) run(w http.ResponseWriter, r *http.Request, next http.Handler, lease *claimd.Lease) {
-	defer func() { _ = lease.Close() }() // gives the key back when it was not settled
-	settleCtx := context.WithoutCancel(r.Context())
-	before := w.Header().Clone()
-	rec := &recorder{header: w.Header().Clone()}
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	go func() {
-		select {
-		case <-lease.Lost(): // somebody else took the request over: stop working
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	answered := false
-	defer func() {
-		if !answered {
-			// The handler panicked before answering: give the key back, let the panic go on.
-			_, _ = lease.Retry(settleCtx, errors.New("handler panicked"), m.retryOptions()...)
-		}
-	}()
-	next.ServeHTTP(rec, r.WithContext(ctx))
-	answered = true
-	status, body := rec.result()
-	if m.retryServerErrors && status >= 500 {
-		_, _ = lease.Retry(settleCtx, errors.New("HTTP "+strconv.Itoa(status)), m.retryOptions()...)
-	} else {
-		headers := storedHeaders(rec.header, before)
-		stored := encodeResponse(status, headers, body, 0)
-		if len(stored) > m.maxResponseBytes {
-			// Too large to keep: the key is settled all the same, with status and headers.
-			stored = encodeResponse(status, headers, nil, uint64(len(body)))
-			if len(stored) > m.maxResponseBytes {
-				stored = encodeResponse(status, nil, nil, uint64(len(body)))
-			}
-		}
-		// The handler ran: its answer is real, so the client gets it even when settling failed.
-		_, _ = lease.Complete(settleCtx, stored)
-	}
-	dst := w.Header()
-	for name := range dst {
-		delete(dst, name)
-	}
-	for name, values := range rec.header {
-		dst[name] = values
-	}
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
-}
-
-// bodyHeaders are not replayed with a response whose body was not stored.
-var bodyHeaders = map[string]bool{"content-type": true, "content-length": true, "content-encoding": true}
-
-// replay sends a stored response, marked as a replay.
-func (m *middleware) replay(w http.ResponseWriter, rec record) {
-	notStored := rec.body == nil
-	values := http.Header{}
-	for _, h := range rec.headers {
-		if !notStored || !bodyHeaders[h.name] {
-			values.Add(h.name, h.value)
-		}
-	}
-	for name, list := range values {
-		w.Header()[name] = list // replaces what was set before, as Node's setHeader does
-	}
-	w.Header().Set(Replayed, "true")
-	if !notStored {
-		w.WriteHeader(rec.status)
-		_, _ = w.Write(rec.body)
-		return
-	}
-	m.problem(w, rec.status, "idempotency-response-not-stored", "Response not stored",
-		"This request was handled; its response body ("+itoa(rec.bytes)+" bytes) was too large to "+
-			"keep, so only its status and headers are replayed.")
 }

@@ -80,12 +80,13 @@ func TestWithRetryServerErrorsAServerErrorGivesTheKeyBack(t *testing.T) {
 	onBothStores(t, func(t *testing.T, c *claimd.Client) {
 		url, h := serve(t, c, slowRetries, func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "busy", http.StatusServiceUnavailable)
-		}, claimdhttp.WithRetryServerErrors(true), claimdhttp.WithWait(200*time.Millisecond))
+		}, claimdhttp.WithRetryServerErrors(true), claimdhttp.WithWait(200*time.Millisecond),
+			claimdhttp.WithRetryAfter(time.Minute))
 		key := newKey()
 		if first := post(t, url+"/orders", `{}`, key); first.status != 503 || first.problemCode() != "" {
 			t.Fatalf("first: %+v", first)
 		}
-		// The retry is due in a minute (the namespace's backoff): past the wait.
+		// The retry is due in a minute (WithRetryAfter): past the wait.
 		again := post(t, url+"/orders", `{}`, key)
 		expectProblem(t, again, 503, "idempotency-retry-scheduled")
 		if again.header.Get("Retry-After") == "" || h.runs.Load() != 1 {
@@ -201,24 +202,17 @@ func TestAnUnreachableClaimdIs503WithRetryAfter(t *testing.T) {
 
 func TestAPanickingHandlerGivesTheKeyBackSoTheNextRequestRunsIt(t *testing.T) {
 	onBothStores(t, func(t *testing.T, c *claimd.Client) {
-		var calls int
-		var mu sync.Mutex
-		url, h := serve(t, c, fastRetries, func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			calls++
-			first := calls == 1
-			mu.Unlock()
-			if first {
-				panic("the handler broke")
-			}
-			created(w, r)
-		})
+		var rv recovered
+		// The namespace's own backoff (0.5 to 1 s), not the middleware's default.
+		url, h := serveWrapped(t, c, fastRetries, rv.wrap, panicsOnce("the handler broke"),
+			claimdhttp.WithRetryAfter(0))
 		key := newKey()
-		req, _ := http.NewRequest(http.MethodPost, url+"/orders", strings.NewReader(`{}`))
-		req.Header.Set("Idempotency-Key", key)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			t.Fatalf("the panicking request got %d", resp.StatusCode)
+		sendPanicking(t, url, key)
+		rv.mu.Lock()
+		got := rv.values
+		rv.mu.Unlock()
+		if len(got) != 1 || got[0] != "the handler broke" {
+			t.Fatalf("the panic reached outer middleware as %#v", got)
 		}
 		// The key was given back: the retry waits for the backoff, then runs the handler.
 		if a := post(t, url+"/orders", `{}`, key); a.status != 201 || a.header.Get(claimdhttp.Replayed) != "" {

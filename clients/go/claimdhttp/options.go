@@ -1,9 +1,12 @@
 package claimdhttp
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
+
+	"claimd.dev/go/claimd"
 )
 
 // DefaultMaxResponseBytes is claimd's limit for a stored response: the default and
@@ -15,6 +18,15 @@ const DefaultMaxBodyBytes = 1 << 20
 
 // MaxWait is the longest wait claimd allows a Claim.
 const MaxWait = 60 * time.Second
+
+// DefaultRetryAfter is the default of WithRetryAfter, as the Node package's retryAfterMs.
+const DefaultRetryAfter = time.Second
+
+// The bounds claimd sets on a lease and on a retry delay.
+const (
+	minDelay = time.Second
+	maxDelay = 24 * time.Hour
+)
 
 type config struct {
 	methods           map[string]bool
@@ -39,11 +51,37 @@ func defaults() config {
 		clientOf:         func(*http.Request) string { return "" },
 		maxBodyBytes:     DefaultMaxBodyBytes,
 		maxResponseBytes: DefaultMaxResponseBytes,
+		retryAfter:       DefaultRetryAfter,
 		canonicalJSON:    true,
 	}
 }
 
-// Option configures Idempotency.
+// validate panics naming the first invalid option: a programmer error, found when the
+// middleware is built rather than at the first request (as the Node package throws).
+func (c *config) validate(client *claimd.Client, namespace string) {
+	fail := func(format string, args ...any) { panic(fmt.Sprintf("claimdhttp.Idempotency: "+format, args...)) }
+	switch {
+	case client == nil:
+		fail("client must not be nil")
+	case namespace == "":
+		fail("namespace must not be empty")
+	case c.wait < 0 || c.wait > MaxWait:
+		fail("WithWait(%v) must be 0 to %v", c.wait, MaxWait)
+	case c.lease < minDelay || c.lease > maxDelay:
+		fail("WithLease(%v) must be %v to %v", c.lease, minDelay, maxDelay)
+	case c.maxBodyBytes < 0:
+		fail("WithMaxBodyBytes(%d) must not be negative", c.maxBodyBytes)
+	case c.maxResponseBytes < 1 || c.maxResponseBytes > DefaultMaxResponseBytes:
+		fail("WithMaxResponseBytes(%d) must be 1 to %d", c.maxResponseBytes, DefaultMaxResponseBytes)
+	case c.retryAfter != 0 && (c.retryAfter < minDelay || c.retryAfter > maxDelay):
+		fail("WithRetryAfter(%v) must be %v to %v (or 0: the namespace's backoff)", c.retryAfter, minDelay, maxDelay)
+	case c.clientOf == nil:
+		fail("WithClientOf must not be given nil")
+	}
+}
+
+// Option configures Idempotency. Idempotency panics, naming the option, when one is out
+// of range.
 type Option func(*config)
 
 // WithMethods sets the methods the middleware applies to (default POST and PATCH);
@@ -62,31 +100,28 @@ func WithMethods(methods ...string) Option {
 func WithRequired(required bool) Option { return func(c *config) { c.required = required } }
 
 // WithWait sets how long a request waits for another one with the same key to finish
-// (default 10 s, at most MaxWait): used as the Claim's wait, and for a retry that comes due.
-func WithWait(d time.Duration) Option {
-	return func(c *config) { c.wait = min(max(d, 0), MaxWait) }
-}
+// (default 10 s, 0 to MaxWait): used as the Claim's wait, and for a retry that comes due.
+func WithWait(d time.Duration) Option { return func(c *config) { c.wait = d } }
 
-// WithLease sets the lease of a claimed request (default 30 s); it is kept alive by
-// heartbeats while the handler runs.
+// WithLease sets the lease of a claimed request (default 30 s, 1 s to 24 h); it is kept
+// alive by heartbeats while the handler runs.
 func WithLease(d time.Duration) Option { return func(c *config) { c.lease = d } }
 
 // WithClientOf sets how the client (tenant, API user) of a request is told: keys are per
 // client (default: every request is the anonymous client "-").
 func WithClientOf(f func(*http.Request) string) Option { return func(c *config) { c.clientOf = f } }
 
-// WithMaxBodyBytes sets the largest request body read (default 1 MiB); a larger one gets
-// a 413 problem.
+// WithMaxBodyBytes sets the largest request body read (default 1 MiB, not negative); a
+// larger one gets a 413 problem.
 func WithMaxBodyBytes(n int64) Option { return func(c *config) { c.maxBodyBytes = n } }
 
 // WithMaxResponseBytes sets the largest stored response (1 to 65536, the default); a
 // larger one settles the key with its status and headers only.
-func WithMaxResponseBytes(n int) Option {
-	return func(c *config) { c.maxResponseBytes = min(max(n, 1), DefaultMaxResponseBytes) }
-}
+func WithMaxResponseBytes(n int) Option { return func(c *config) { c.maxResponseBytes = n } }
 
 // WithRetryAfter sets when a key given back (a panicking handler, or a 5xx with
-// WithRetryServerErrors) may run again (1 s to 24 h); default: the namespace's backoff.
+// WithRetryServerErrors) may run again: 1 s to 24 h (DefaultRetryAfter, 1 s, unless set),
+// or 0 for the namespace's exponential backoff.
 func WithRetryAfter(d time.Duration) Option { return func(c *config) { c.retryAfter = d } }
 
 // WithRetryServerErrors(true) gives the key back when the handler answers 5xx, so a retry

@@ -135,34 +135,3 @@ func storedHeaders(after, before http.Header) []header {
 	}
 	return out
 }
-
-// recorder holds back everything a handler writes.
-type recorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (r *recorder) Header() http.Header { return r.header }
-
-func (r *recorder) WriteHeader(status int) {
-	if r.status == 0 && status >= 200 {
-		r.status = status
-	}
-}
-
-func (r *recorder) Write(p []byte) (int, error) {
-	r.WriteHeader(http.StatusOK)
-	return r.body.Write(p)
-}
-
-// Flush does nothing: the response is sent once it is stored.
-func (r *recorder) Flush() {}
-
-// result is the status (200 when none was written) and body.
-func (r *recorder) result() (int, []byte) {
-	if r.status == 0 {
-		return http.StatusOK, r.body.Bytes()
-	}
-	return r.status, r.body.Bytes()
-}
