@@ -1,5 +1,5 @@
 //! The Go module (`clients/go`: packages `claimd` and `claimdhttp`) against the real claimd:
-//! `go vet ./...`, then its own `go test ./...` against the four claimds of
+//! `go vet ./...`, then its own `go test -race ./...` against the four claimds of
 //! [`ClientServers`] (every behaviour on the embedded store and on PostgreSQL, an API key,
 //! mutual TLS; the Idempotency-Key middleware through real `net/http` servers), read from
 //! `go test -json` so that a test that did not run, or skipped, fails here (among them
@@ -131,6 +131,20 @@ const REQUIRED: &[&str] = &[
     "TestAPanickingHandlerGivesTheKeyBackSoTheNextRequestRunsIt",
     "TestAResponseTooLargeToStoreStillSettlesTheKey",
     "TestABodyLargerThanTheLimitIs413",
+    "TestClosingTheClientEndsTheHeartbeatGoroutineOfEveryLease",
+    "TestACheckpointRacingACompleteNeverReportsTheSettledLeaseLost",
+    "TestACheckpointAfterASettleIsErrSettledWithoutCallingClaimd",
+    "TestAReplayHasExactlyOneContentTypeAndReplacesHeadersSetBeforeIt",
+    "TestAReplayOfANodeStoredResponseHasExactlyOneContentType",
+    "TestAClientThatDisconnectsDoesNotCancelTheHandlerAndItsRetryGetsTheRealAnswer",
+    "TestARequestWhoseContextEndsWhileWaitingForADueRetryIs503WithRetryAfter",
+    "TestABodyCutByAnOuterMaxBytesReaderIs413",
+    "TestHeadersChangedAfterWriteHeaderAreNeitherSentNorStored",
+    "TestAnInvalidStatusCodeIsStoredAndReplayedAs500WithoutPanicking",
+    "TestAHandlerCanSetItsDeadlinesThroughAResponseController",
+    "TestAPanicValueReachesOuterMiddlewareUnchangedErrAbortHandlerToo",
+    "TestAKeyGivenBackRunsAgainAfterOneSecondByDefault",
+    "TestInvalidOptionsPanicAtConstructionNamingTheOption",
 ];
 
 #[tokio::test]
@@ -143,7 +157,8 @@ async fn the_go_module_passes_go_vet_and_its_suite_on_both_stores_with_a_key_and
             &mut go_in(&module(), &["vet", "./..."]),
             "go vet ./... in clients/go",
         );
-        let mut cmd = go_in(&module(), &["test", "-json", "-count=1", "./..."]);
+        // With the race detector: leases, heartbeats and the middleware are concurrent code.
+        let mut cmd = go_in(&module(), &["test", "-race", "-json", "-count=1", "./..."]);
         cmd.envs(env);
         // Not tools::run: a failing suite's report is its printed output, not the JSON.
         let output = cmd.output().expect("`go test` starts");
