@@ -1,5 +1,6 @@
 package dev.claimd;
 
+import com.google.protobuf.ByteString;
 import dev.claimd.v1.ClaimServiceGrpc;
 import dev.claimd.v1.HeartbeatRequest;
 import dev.claimd.v1.HeartbeatResponse;
@@ -42,6 +43,20 @@ final class Heartbeats {
     this.lock = lock;
     this.wanted = wanted;
     this.answered = answered;
+  }
+
+  /** A Heartbeat request (with a checkpoint unless null; renewing for leaseTtl unless null). */
+  static HeartbeatRequest request(String namespace, String key, String token,
+      Duration leaseTtl, ByteString checkpoint) {
+    HeartbeatRequest.Builder request = HeartbeatRequest.newBuilder()
+        .setNamespace(namespace).setKey(key).setClaimToken(token);
+    if (leaseTtl != null) {
+      request.setLeaseTtl(Claims.proto(leaseTtl));
+    }
+    if (checkpoint != null) {
+      request.setCheckpoint(checkpoint);
+    }
+    return request.build();
   }
 
   /** The deadline of one beat: the interval or the call timeout, whichever is smaller. */

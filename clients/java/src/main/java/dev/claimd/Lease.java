@@ -3,7 +3,6 @@ package dev.claimd;
 import com.google.protobuf.ByteString;
 import dev.claimd.v1.ClaimServiceGrpc;
 import dev.claimd.v1.CompleteRequest;
-import dev.claimd.v1.HeartbeatRequest;
 import dev.claimd.v1.QuarantineRequest;
 import dev.claimd.v1.Receipt;
 import dev.claimd.v1.RetryRequest;
@@ -58,7 +57,8 @@ public final class Lease implements AutoCloseable {
     this.token = token;
     this.receipt = receipt;
     this.leaseTtl = leaseTtl;
-    this.beats = new Heartbeats(claims, interval, heartbeatRequest(null), lock,
+    this.beats = new Heartbeats(claims, interval,
+        Heartbeats.request(namespace, key, token, leaseTtl, null), lock,
         () -> !(lost || settled || settling || closed), code -> {
           if (LOST_CODES.contains(code)) {
             markLost();
@@ -122,8 +122,9 @@ public final class Lease implements AutoCloseable {
         }
       }
       try {
-        return claims.call(ClaimServiceGrpc.getHeartbeatMethod(), heartbeatRequest(bytes),
-            claims.callTimeout(), "Heartbeat", key, token).getReceipt();
+        return claims.call(ClaimServiceGrpc.getHeartbeatMethod(),
+            Heartbeats.request(namespace, key, token, leaseTtl, bytes), claims.callTimeout(),
+            "Heartbeat", key, token).getReceipt();
       } catch (ClaimdException e) {
         if (LOST_CODES.contains(e.code())) {
           markLost();
@@ -305,18 +306,6 @@ public final class Lease implements AutoCloseable {
       lost = true;
       beats.stop();
     }
-  }
-
-  private HeartbeatRequest heartbeatRequest(ByteString checkpoint) {
-    HeartbeatRequest.Builder request = HeartbeatRequest.newBuilder()
-        .setNamespace(namespace).setKey(key).setClaimToken(token);
-    if (leaseTtl != null) {
-      request.setLeaseTtl(Claims.proto(leaseTtl));
-    }
-    if (checkpoint != null) {
-      request.setCheckpoint(checkpoint);
-    }
-    return request.build();
   }
 
   private static String text(String error) {

@@ -290,30 +290,12 @@ public final class IdempotencyFilter implements Filter {
      * @return the filter
      */
     public IdempotencyFilter build() {
-      if (namespace == null || namespace.isEmpty()) {
-        throw new IllegalArgumentException("namespace: a claimd namespace");
-      }
-      between("lease", lease, Duration.ofSeconds(1), Duration.ofHours(24));
-      between("retryAfter", retryAfter, Duration.ofSeconds(1), Duration.ofHours(24));
-      between("wait", wait, Duration.ZERO, Duration.ofSeconds(60));
-      if (maxResponseBytes < 1 || maxResponseBytes > DEFAULT_MAX_RESPONSE_BYTES) {
-        throw new IllegalArgumentException("maxResponseBytes must be 1 to 65536");
-      }
-      if (maxBodyBytes < 1 || maxBodyBytes == Integer.MAX_VALUE) {
-        throw new IllegalArgumentException("maxBodyBytes must be 1 to 2^31 - 2");
-      }
+      FilterOptions.check(namespace, lease, retryAfter, wait, maxResponseBytes, maxBodyBytes);
       if (clientOf == null || methods == null) {
         throw new IllegalArgumentException(clientOf == null ? "clientOf: a function"
             : "methods: HTTP methods");
       }
       return new IdempotencyFilter(this);
-    }
-
-    private static void between(String option, Duration d, Duration min, Duration max) {
-      if (d == null || d.compareTo(min) < 0 || d.compareTo(max) > 0) {
-        throw new IllegalArgumentException(option + " must be " + min.getSeconds() + " s to "
-            + (max.toHours() > 0 ? max.toHours() + " h" : max.getSeconds() + " s"));
-      }
     }
   }
 }
