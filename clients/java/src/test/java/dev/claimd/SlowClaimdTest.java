@@ -65,7 +65,7 @@ class SlowClaimdTest {
       assertEquals(20, service.beats.size(), "leases that sent a heartbeat: " + service.beats);
       for (Map.Entry<String, AtomicInteger> e : service.beats.entrySet()) {
         // Each beat gives up after its 200 ms deadline; the next one starts at the next tick.
-        assertTrue(e.getValue().get() >= 3, e.getKey() + " sent " + e.getValue() + " beats");
+        assertTrue(e.getValue().get() >= 2, e.getKey() + " sent " + e.getValue() + " beats");
       }
       for (Lease lease : leases) {
         assertFalse(lease.isLost());
