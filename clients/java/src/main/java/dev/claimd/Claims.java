@@ -12,6 +12,7 @@ import io.grpc.ManagedChannel;
 import io.grpc.MethodDescriptor;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ClientCalls;
+import io.grpc.stub.StreamObserver;
 import java.time.Duration;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
@@ -35,6 +36,7 @@ public final class Claims implements AutoCloseable {
   private final Channel channel;
   private final Duration callTimeout;
   private final ScheduledExecutorService scheduler;
+  private volatile boolean closed;
 
   Claims(String target, boolean tls, ManagedChannel managed, Channel channel, Duration timeout) {
     this.target = target;
@@ -42,7 +44,8 @@ public final class Claims implements AutoCloseable {
     this.managed = managed;
     this.channel = channel;
     this.callTimeout = timeout;
-    ScheduledThreadPoolExecutor pool = new ScheduledThreadPoolExecutor(2, daemonThreads());
+    // The scheduler only starts asynchronous Heartbeats: one thread serves every lease.
+    ScheduledThreadPoolExecutor pool = new ScheduledThreadPoolExecutor(1, daemonThreads());
     pool.setRemoveOnCancelPolicy(true);
     this.scheduler = pool;
   }
@@ -90,8 +93,10 @@ public final class Claims implements AutoCloseable {
    * @param options the lease, wait, recovery payload, delivery attempt and heartbeat interval
    * @return the decision, the receipt and, when CLAIMED, the lease (close it)
    * @throws ClaimdException when the call fails
+   * @throws IllegalStateException when the client was closed (nothing is sent)
    */
   public ClaimResult claim(String namespace, String key, byte[] fingerprint, ClaimOptions options) {
+    ensureOpen();
     ClaimRequest.Builder request = ClaimRequest.newBuilder()
         .setNamespace(namespace)
         .setKey(key)
@@ -129,6 +134,7 @@ public final class Claims implements AutoCloseable {
    * @throws ClaimdException when the call fails
    */
   public Receipt get(String namespace, String key) {
+    ensureOpen();
     GetRequest request = GetRequest.newBuilder().setNamespace(namespace).setKey(key).build();
     return call(ClaimServiceGrpc.getGetMethod(), request, callTimeout, "Get", key).getReceipt();
   }
@@ -150,9 +156,30 @@ public final class Claims implements AutoCloseable {
     }
   }
 
-  /** Stops the heartbeats of open leases and closes the channel. */
+  /**
+   * One asynchronous unary call with the timeout (a heartbeat): the observer gets the answer on
+   * a gRPC thread; nothing here blocks.
+   */
+  <Q, R> void callAsync(MethodDescriptor<Q, R> method, Q request, Duration timeout,
+      StreamObserver<R> observer) {
+    CallOptions options = CallOptions.DEFAULT
+        .withDeadlineAfter(Math.max(1, timeout.toMillis()), TimeUnit.MILLISECONDS);
+    ClientCalls.asyncUnaryCall(channel.newCall(method, options), request, observer);
+  }
+
+  private void ensureOpen() {
+    if (closed) {
+      throw new IllegalStateException("the Claims client is closed");
+    }
+  }
+
+  /**
+   * Stops the heartbeats of open leases and closes the channel; a later claim or get throws
+   * {@link IllegalStateException} without calling claimd.
+   */
   @Override
   public void close() {
+    closed = true;
     scheduler.shutdownNow();
     managed.shutdown();
     try {

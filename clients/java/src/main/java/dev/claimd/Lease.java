@@ -3,25 +3,28 @@ package dev.claimd;
 import com.google.protobuf.ByteString;
 import dev.claimd.v1.ClaimServiceGrpc;
 import dev.claimd.v1.CompleteRequest;
-import dev.claimd.v1.HeartbeatRequest;
 import dev.claimd.v1.QuarantineRequest;
 import dev.claimd.v1.Receipt;
 import dev.claimd.v1.RetryRequest;
 import io.grpc.Status;
 import java.time.Duration;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Supplier;
 
 /**
  * A won claim, kept alive by a Heartbeat every heartbeat interval until it is settled, lost or
- * closed. Settle it exactly once: {@link #complete(byte[])}, {@link #retry(String)} or {@link
- * #quarantine(String)}; a second settle throws {@link IllegalStateException} without calling
- * claimd. {@link #close()} stops the heartbeats and, when the lease was neither settled nor
- * lost, gives the claim back with Retry, so try-with-resources hands the event back when the
- * work throws. The claim token never leaves this object.
+ * closed. Settle it once: {@link #complete(byte[])}, {@link #retry(String)} or {@link
+ * #quarantine(String)}; a settle after a successful one throws {@link IllegalStateException}
+ * without calling claimd. A settle that fails for any other reason than the claim being lost
+ * (e.g. UNAVAILABLE) leaves the lease open: heartbeats resume, it may be settled again, and
+ * {@link #close()} gives it back. {@link #close()} stops the heartbeats and, when the lease was
+ * neither settled nor lost, gives the claim back with Retry, so try-with-resources hands the
+ * event back when the work throws. Heartbeats are asynchronous calls, each with a deadline of
+ * at most the heartbeat interval; a heartbeat never blocks another lease's. Checkpoints and
+ * settles are serialized, and a heartbeat's "lost" answer is ignored once the lease is settled.
+ * The claim token never leaves this object.
  */
 public final class Lease implements AutoCloseable {
   /** Codes that mean the claim token is no longer current: somebody took the work over. */
@@ -36,10 +39,15 @@ public final class Lease implements AutoCloseable {
   private final String token;
   private final Receipt receipt;
   private final Duration leaseTtl;
-  private final Duration interval;
-  private final AtomicBoolean settled = new AtomicBoolean();
+  /** Held for a whole checkpoint or settle: they never overlap. */
+  private final Object ops = new Object();
+  /** Guards the fields below (never held during a call). */
+  private final Object lock = new Object();
+  private final Heartbeats beats;
+  private boolean settled;
+  private boolean settling;
+  private boolean closed;
   private volatile boolean lost;
-  private volatile ScheduledFuture<?> beats;
 
   Lease(Claims claims, String namespace, String key, String token, Receipt receipt,
       Duration leaseTtl, Duration interval) {
@@ -49,12 +57,17 @@ public final class Lease implements AutoCloseable {
     this.token = token;
     this.receipt = receipt;
     this.leaseTtl = leaseTtl;
-    this.interval = interval;
+    this.beats = new Heartbeats(claims, interval,
+        Heartbeats.request(namespace, key, token, leaseTtl, null), lock,
+        () -> !(lost || settled || settling || closed), code -> {
+          if (LOST_CODES.contains(code)) {
+            markLost();
+          }
+        });
   }
 
   void start(ScheduledExecutorService scheduler) {
-    long every = Math.max(1, interval.toMillis());
-    beats = scheduler.scheduleWithFixedDelay(this::beat, every, every, TimeUnit.MILLISECONDS);
+    beats.start(scheduler);
   }
 
   /** The receipt the Claim answered (after a takeover: its checkpoint and recovery payload). */
@@ -74,16 +87,22 @@ public final class Lease implements AutoCloseable {
 
   /**
    * Whether the claim is no longer this caller's: a Heartbeat, checkpoint or settle was
-   * answered ABORTED, FAILED_PRECONDITION or NOT_FOUND (somebody took the work over). Stop the
-   * work; settling it will fail.
+   * answered ABORTED, FAILED_PRECONDITION or NOT_FOUND (somebody took the work over) before the
+   * lease was settled. Stop the work; settling it will fail.
    */
   public boolean isLost() {
     return lost;
   }
 
-  /** Whether complete, retry, quarantine or close settled (or tried to settle) the lease. */
+  /**
+   * Whether complete, retry, quarantine or close settled the lease: claimd accepted the settle,
+   * or answered that the claim is no longer this caller's. A settle that failed otherwise
+   * leaves it unsettled.
+   */
   public boolean isSettled() {
-    return settled.get();
+    synchronized (lock) {
+      return settled;
+    }
   }
 
   /**
@@ -95,10 +114,24 @@ public final class Lease implements AutoCloseable {
    * @throws IllegalStateException when the lease was settled
    */
   public Receipt checkpoint(byte[] checkpoint) {
-    if (settled.get()) {
-      throw new IllegalStateException("the lease is settled");
+    ByteString bytes = ByteString.copyFrom(checkpoint);
+    synchronized (ops) {
+      synchronized (lock) {
+        if (settled) {
+          throw new IllegalStateException("the lease is settled");
+        }
+      }
+      try {
+        return claims.call(ClaimServiceGrpc.getHeartbeatMethod(),
+            Heartbeats.request(namespace, key, token, leaseTtl, bytes), claims.callTimeout(),
+            "Heartbeat", key, token).getReceipt();
+      } catch (ClaimdException e) {
+        if (LOST_CODES.contains(e.code())) {
+          markLost();
+        }
+        throw e;
+      }
     }
-    return heartbeat(ByteString.copyFrom(checkpoint));
   }
 
   /**
@@ -107,26 +140,29 @@ public final class Lease implements AutoCloseable {
    *
    * @param response the response to store (at most 64 KiB)
    * @return the COMPLETED receipt
-   * @throws ClaimdException when the call fails
+   * @throws ClaimdException when the call fails (the lease stays open unless it was lost)
    * @throws IllegalStateException when the lease was settled already
+   * @throws NullPointerException when {@code response} is null (nothing changes)
    */
   public Receipt complete(byte[] response) {
-    settleOnce();
+    Objects.requireNonNull(response, "response");
     CompleteRequest request = CompleteRequest.newBuilder()
         .setNamespace(namespace).setKey(key).setClaimToken(token)
         .setResponse(ByteString.copyFrom(response))
         .build();
-    for (int attempt = 1; ; attempt++) {
-      try {
-        return settle(() -> claims.call(ClaimServiceGrpc.getCompleteMethod(), request,
-            claims.callTimeout(), "Complete", key, token).getReceipt());
-      } catch (ClaimdException e) {
-        if (e.code() != Status.Code.UNAVAILABLE || attempt >= 3) {
-          throw e;
+    return settle(() -> {
+      for (int attempt = 1; ; attempt++) {
+        try {
+          return claims.call(ClaimServiceGrpc.getCompleteMethod(), request,
+              claims.callTimeout(), "Complete", key, token).getReceipt();
+        } catch (ClaimdException e) {
+          if (e.code() != Status.Code.UNAVAILABLE || attempt >= 3) {
+            throw e;
+          }
+          pause(100L << attempt);
         }
-        pause(100L << attempt);
       }
-    }
+    });
   }
 
   /**
@@ -167,51 +203,6 @@ public final class Lease implements AutoCloseable {
    * @throws IllegalStateException when the lease was settled already
    */
   public Receipt retry(String error, Duration retryAfter, boolean countAttempt) {
-    settleOnce();
-    return sendRetry(error, retryAfter, countAttempt);
-  }
-
-  /**
-   * Quarantine: the event is poison; the receipt becomes a dead letter at once.
-   *
-   * @param error why (kept as last_error)
-   * @return the QUARANTINED receipt
-   * @throws ClaimdException when the call fails
-   * @throws IllegalStateException when the lease was settled already
-   */
-  public Receipt quarantine(String error) {
-    settleOnce();
-    QuarantineRequest request = QuarantineRequest.newBuilder()
-        .setNamespace(namespace).setKey(key).setClaimToken(token).setError(text(error))
-        .build();
-    return settle(() -> claims.call(ClaimServiceGrpc.getQuarantineMethod(), request,
-        claims.callTimeout(), "Quarantine", key, token).getReceipt());
-  }
-
-  /**
-   * Stops the heartbeats; a lease neither settled nor lost is given back with Retry. Never
-   * throws: a failed give-back leaves the lease to expire.
-   */
-  @Override
-  public void close() {
-    stopBeats();
-    if (lost || !settled.compareAndSet(false, true)) {
-      return;
-    }
-    try {
-      sendRetry(CLOSED_UNSETTLED, null, true);
-    } catch (RuntimeException e) {
-      // The claim runs out with its lease instead; nothing here may throw.
-    }
-  }
-
-  @Override
-  public String toString() {
-    return "Lease{" + namespace + ", attempt " + receipt.getAttempt()
-        + (lost ? ", lost" : "") + (settled.get() ? ", settled" : "") + "}";
-  }
-
-  private Receipt sendRetry(String error, Duration retryAfter, boolean countAttempt) {
     RetryRequest.Builder request = RetryRequest.newBuilder()
         .setNamespace(namespace).setKey(key).setClaimToken(token).setError(text(error));
     if (retryAfter != null) {
@@ -225,62 +216,95 @@ public final class Lease implements AutoCloseable {
         claims.callTimeout(), "Retry", key, token).getReceipt());
   }
 
-  private void settleOnce() {
-    if (!settled.compareAndSet(false, true)) {
-      throw new IllegalStateException("the lease is settled already");
-    }
-    stopBeats();
+  /**
+   * Quarantine: the event is poison; the receipt becomes a dead letter at once.
+   *
+   * @param error why (kept as last_error)
+   * @return the QUARANTINED receipt
+   * @throws ClaimdException when the call fails
+   * @throws IllegalStateException when the lease was settled already
+   */
+  public Receipt quarantine(String error) {
+    QuarantineRequest request = QuarantineRequest.newBuilder()
+        .setNamespace(namespace).setKey(key).setClaimToken(token).setError(text(error))
+        .build();
+    return settle(() -> claims.call(ClaimServiceGrpc.getQuarantineMethod(), request,
+        claims.callTimeout(), "Quarantine", key, token).getReceipt());
   }
 
-  private Receipt settle(java.util.function.Supplier<Receipt> call) {
-    try {
-      return call.get();
-    } catch (ClaimdException e) {
-      if (LOST_CODES.contains(e.code())) {
-        lost = true;
+  /**
+   * Stops the heartbeats for good; a lease neither settled nor lost (including one whose
+   * settle failed) is given back with Retry. Never throws: a failed give-back leaves the lease
+   * to expire.
+   */
+  @Override
+  public void close() {
+    synchronized (lock) {
+      closed = true;
+      beats.stop();
+    }
+    synchronized (ops) {
+      if (lost || isSettled()) {
+        return;
       }
-      throw e;
-    }
-  }
-
-  private void beat() {
-    if (lost || settled.get()) {
-      stopBeats();
-      return;
-    }
-    try {
-      heartbeat(null);
-    } catch (RuntimeException e) {
-      // Lost leases are marked by heartbeat(); anything else is tried at the next beat.
-    }
-  }
-
-  private Receipt heartbeat(ByteString checkpoint) {
-    HeartbeatRequest.Builder request = HeartbeatRequest.newBuilder()
-        .setNamespace(namespace).setKey(key).setClaimToken(token);
-    if (leaseTtl != null) {
-      request.setLeaseTtl(Claims.proto(leaseTtl));
-    }
-    if (checkpoint != null) {
-      request.setCheckpoint(checkpoint);
-    }
-    HeartbeatRequest built = request.build();
-    try {
-      return claims.call(ClaimServiceGrpc.getHeartbeatMethod(), built, claims.callTimeout(),
-          "Heartbeat", key, token).getReceipt();
-    } catch (ClaimdException e) {
-      if (LOST_CODES.contains(e.code())) {
-        lost = true;
-        stopBeats();
+      try {
+        retry(CLOSED_UNSETTLED, null, true);
+      } catch (RuntimeException e) {
+        // The claim runs out with its lease instead; nothing here may throw.
       }
-      throw e;
     }
   }
 
-  private void stopBeats() {
-    ScheduledFuture<?> future = beats;
-    if (future != null) {
-      future.cancel(false);
+  @Override
+  public String toString() {
+    return "Lease{" + namespace + ", attempt " + receipt.getAttempt()
+        + (lost ? ", lost" : "") + (isSettled() ? ", settled" : "") + "}";
+  }
+
+  /**
+   * One settle call: heartbeats pause while it runs; success or a lost code settles the lease,
+   * any other failure leaves it open with heartbeats resumed (unless it was closed).
+   */
+  private Receipt settle(Supplier<Receipt> call) {
+    synchronized (ops) {
+      synchronized (lock) {
+        if (settled) {
+          throw new IllegalStateException("the lease is settled already");
+        }
+        settling = true;
+        beats.stop();
+      }
+      boolean done = false;
+      try {
+        Receipt answer = call.get();
+        done = true;
+        return answer;
+      } catch (ClaimdException e) {
+        if (LOST_CODES.contains(e.code())) {
+          lost = true;
+          done = true;
+        }
+        throw e;
+      } finally {
+        synchronized (lock) {
+          settling = false;
+          settled = done;
+          if (!done && !lost && !closed) {
+            beats.resume();
+          }
+        }
+      }
+    }
+  }
+
+  /** Marks the claim lost, unless it was settled (or is being settled) already. */
+  private void markLost() {
+    synchronized (lock) {
+      if (settled || settling) {
+        return;
+      }
+      lost = true;
+      beats.stop();
     }
   }
 

@@ -102,15 +102,29 @@ final class Exchange {
     }
   }
 
-  /** The first request: runs the chain, stores its answer, then sends it. */
+  /**
+   * The first request: runs the chain, stores its answer, then sends it. A chain that went
+   * asynchronous gives the key back and fails (unsupported). A chain that throws after it
+   * flushed its answer (flushBuffer, or a flushed or closed body) answered: like Node, that
+   * answer is stored and sent and the exception goes no further than the request attribute
+   * {@link IdempotencyFilter#HANDLER_ERROR}; one that throws before gives the key back.
+   */
   private void handle(Lease lease) throws IOException, ServletException {
     Map<String, String> before = snapshot();
     BufferingResponse buffered = new BufferingResponse(res);
     try {
       chain.doFilter(new BufferedRequest(req, body), buffered);
     } catch (Throwable t) {
-      giveBack(lease, className(t));
-      throw t;
+      if (!buffered.answered() || req.isAsyncStarted()) {
+        giveBack(lease, className(t));
+        throw t;
+      }
+      req.setAttribute(IdempotencyFilter.HANDLER_ERROR, t);
+    }
+    if (req.isAsyncStarted()) {
+      giveBack(lease, "asynchronous handler");
+      throw new ServletException(
+          "IdempotencyFilter does not support asynchronous handlers on this route");
     }
     int status = buffered.getStatus();
     byte[] answer = buffered.body();

@@ -1,6 +1,7 @@
 package dev.claimd.servlet;
 
 import dev.claimd.Claims;
+import jakarta.servlet.DispatcherType;
 import jakarta.servlet.Filter;
 import jakarta.servlet.FilterChain;
 import jakarta.servlet.ServletException;
@@ -23,8 +24,12 @@ import java.util.stream.Collectors;
  * the same key with another body or on another route is 422. The first request runs the chain;
  * whatever it answers (any status) is stored with Complete, then sent, and every retry gets it
  * replayed with {@code Idempotent-Replayed: true}: a handler that answered never runs again. A
- * chain that throws gives the key back (Retry, with the exception's class name only). Nothing
- * here logs; no problem body carries a key, a token or a body.
+ * chain that throws before it answered gives the key back (Retry, with the exception's class
+ * name only); one that flushed its answer, then threw, answered (see {@link #HANDLER_ERROR}).
+ * Only REQUEST dispatches are claimed (FORWARD, INCLUDE, ERROR and ASYNC pass straight
+ * through); a handler that starts asynchronous processing is not supported: its key is given
+ * back and the filter throws a {@link ServletException}. Nothing here logs; no problem body
+ * carries a key, a token or a body.
  *
  * <p>Build it with {@link #builder(Claims, String)} and register it as any {@link Filter}.
  */
@@ -35,6 +40,11 @@ public final class IdempotencyFilter implements Filter {
   public static final String REPLAYED = StoredResponse.REPLAYED;
   /** claimd's limit for a stored response: the default and maximum of maxResponseBytes. */
   public static final int DEFAULT_MAX_RESPONSE_BYTES = 65_536;
+  /**
+   * The request attribute holding what a handler threw after it had answered (flushed its
+   * response): the answer is stored and sent, and the exception is not rethrown.
+   */
+  public static final String HANDLER_ERROR = "dev.claimd.servlet.IdempotencyFilter.handlerError";
   /** The default limit of a request body the filter reads. */
   public static final int DEFAULT_MAX_BODY_BYTES = 1 << 20;
 
@@ -88,7 +98,8 @@ public final class IdempotencyFilter implements Filter {
     }
     HttpServletRequest req = (HttpServletRequest) request;
     HttpServletResponse res = (HttpServletResponse) response;
-    if (!methods.contains(req.getMethod().toUpperCase(Locale.ROOT))) {
+    if (req.getDispatcherType() != DispatcherType.REQUEST
+        || !methods.contains(req.getMethod().toUpperCase(Locale.ROOT))) {
       chain.doFilter(request, response);
       return;
     }
@@ -163,7 +174,8 @@ public final class IdempotencyFilter implements Filter {
     }
 
     /**
-     * The lease of a running handler (default 30 s), kept alive by heartbeats.
+     * The lease of a running handler (1 s to 24 h, default 30 s), kept alive by heartbeats;
+     * checked by {@link #build()}.
      *
      * @param lease the lease
      * @return this builder
@@ -174,7 +186,8 @@ public final class IdempotencyFilter implements Filter {
     }
 
     /**
-     * When a key given back (a throwing chain) may run again (default 1 s).
+     * When a key given back (a throwing chain) may run again (1 s to 24 h, default 1 s);
+     * checked by {@link #build()}.
      *
      * @param retryAfter the delay
      * @return this builder
@@ -211,14 +224,15 @@ public final class IdempotencyFilter implements Filter {
     }
 
     /**
-     * The largest request body read (default 1 MiB); a larger one is answered 413.
+     * The largest request body read (1 to 2^31 - 2, default 1 MiB); a larger one is
+     * answered 413.
      *
      * @param max the limit in bytes
      * @return this builder
      */
     public Builder maxBodyBytes(int max) {
-      if (max < 0 || max == Integer.MAX_VALUE) {
-        throw new IllegalArgumentException("maxBodyBytes must be 0 to 2^31 - 2");
+      if (max < 1 || max == Integer.MAX_VALUE) {
+        throw new IllegalArgumentException("maxBodyBytes must be 1 to 2^31 - 2");
       }
       this.maxBodyBytes = max;
       return this;
@@ -276,6 +290,11 @@ public final class IdempotencyFilter implements Filter {
      * @return the filter
      */
     public IdempotencyFilter build() {
+      FilterOptions.check(namespace, lease, retryAfter, wait, maxResponseBytes, maxBodyBytes);
+      if (clientOf == null || methods == null) {
+        throw new IllegalArgumentException(clientOf == null ? "clientOf: a function"
+            : "methods: HTTP methods");
+      }
       return new IdempotencyFilter(this);
     }
   }

@@ -35,8 +35,10 @@ final class App implements AutoCloseable {
   App(IdempotencyFilter filter, Handler handler) throws Exception {
     server = new Server(0);
     ServletContextHandler context = new ServletContextHandler();
-    context.addFilter(new FilterHolder(filter), "/*", EnumSet.of(DispatcherType.REQUEST));
-    context.addServlet(new ServletHolder(new HttpServlet() {
+    FilterHolder filterHolder = new FilterHolder(filter);
+    filterHolder.setAsyncSupported(true);
+    context.addFilter(filterHolder, "/*", EnumSet.of(DispatcherType.REQUEST));
+    ServletHolder servlet = new ServletHolder(new HttpServlet() {
       private static final long serialVersionUID = 1L;
 
       @Override
@@ -51,7 +53,9 @@ final class App implements AutoCloseable {
           throw new IllegalStateException(e);
         }
       }
-    }), "/*");
+    });
+    servlet.setAsyncSupported(true);
+    context.addServlet(servlet, "/*");
     server.setHandler(context);
     server.start();
     port = ((ServerConnector) server.getConnectors()[0]).getLocalPort();
