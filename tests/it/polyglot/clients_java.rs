@@ -162,6 +162,22 @@ const REQUIRED: &[&str] = &[
     "NodeCompatibilityTest.claimKeysAreTheNodeMiddlewaresClaimKeys",
     "NodeCompatibilityTest.fingerprintsAreTheNodeMiddlewaresFingerprints",
     "NodeCompatibilityTest.storedResponsesAreByteIdenticalToNodesAndDecodeBack",
+    "LeaseLifecycleTest.closeAfterAFailedSettleGivesTheClaimBack",
+    "LeaseLifecycleTest.aLeaseWhoseSettleFailedCanStillBeCompleted",
+    "LeaseLifecycleTest.completeWithNullThrowsNullPointerExceptionAndLeavesTheLeaseOpen",
+    "LeaseLifecycleTest.aLeaseIsNeverLostAfterASuccessfulCompleteEvenWithMillisecondHeartbeats",
+    "LeaseLifecycleTest.twentyOneSecondLeasesOnOneClientAllOutliveTheirLease",
+    "LeaseLifecycleTest.aHeartbeatsDeadlineIsTheIntervalOrTheCallTimeoutWhicheverIsSmaller",
+    "LeaseLifecycleTest.aClaimOnAClosedClientThrowsIllegalStateExceptionWithoutCallingClaimd",
+    "LeaseLifecycleTest.aClaimdExceptionMessageNeverHoldsTheSecretsItWasGiven",
+    "SlowClaimdTest.twentyLeasesOnASlowClaimdEachKeepHeartbeatingWithoutWaitingForTheOthers",
+    "FilterEdgeCasesTest.anAsynchronousHandlerFailsLoudlyAndItsKeyIsGivenBackNotStored",
+    "FilterEdgeCasesTest.aHandlerThatFlushesThenThrowsIsStoredAndReplayedAndRunsOnce",
+    "FilterEdgeCasesTest.sendErrorClearsTheBodyAndLaterWritesAreIgnored",
+    "FilterEdgeCasesTest.aChunkedBodyPastTheLimitIs413",
+    "FilterEdgeCasesTest.aForwardDispatchPassesStraightThroughTheFilter",
+    "FilterEdgeCasesTest.invalidFilterOptionsThrowIllegalArgumentExceptionNamingTheOption",
+    "FilterConnectionTest.aRefusedRequestsLateBodyIsReadSoTheNextRequestOnTheConnectionIsAnswered",
 ];
 
 #[tokio::test]

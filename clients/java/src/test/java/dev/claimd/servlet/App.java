@@ -61,6 +61,11 @@ final class App implements AutoCloseable {
     port = ((ServerConnector) server.getConnectors()[0]).getLocalPort();
   }
 
+  /** The port it listens on (loopback). */
+  int port() {
+    return port;
+  }
+
   /** A request to this app. */
   HttpRequest.Builder request(String method, String path, String body) {
     return HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
