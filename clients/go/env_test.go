@@ -3,50 +3,20 @@ package claimd_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"claimd.dev/go/claimd"
+	"claimd.dev/go/claimd/internal/testenv"
 )
 
-// harness names what sets the environment the tests need.
-const harness = "set by `cargo test --test it polyglot::clients_go`, which starts claimd"
-
-// envOf returns an environment variable, failing the test when it is missing.
-func envOf(t *testing.T, name string) string {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		t.Fatalf("%s is not set: it is %s", name, harness)
-	}
-	return v
-}
-
-// onBothStores runs f against the embedded store's claimd and the PostgreSQL one.
-func onBothStores(t *testing.T, f func(t *testing.T, c *claimd.Client)) {
-	for _, store := range []struct{ name, env string }{
-		{"embedded", "CLAIMD_EMBEDDED_ADDR"},
-		{"postgres", "CLAIMD_POSTGRES_ADDR"},
-	} {
-		t.Run(store.name, func(t *testing.T) {
-			t.Parallel()
-			f(t, dial(t, envOf(t, store.env)))
-		})
-	}
-}
-
-// dial returns a client closed at the end of the test.
-func dial(t *testing.T, addr string, opts ...claimd.Option) *claimd.Client {
-	t.Helper()
-	c, err := claimd.New(addr, opts...)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
+// envOf, onBothStores and dial are the shared test environment's (internal/testenv).
+var (
+	envOf        = testenv.Env
+	onBothStores = testenv.OnBothStores
+	dial         = testenv.Dial
+)
 
 var keys atomic.Int64
 

@@ -7,7 +7,6 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,10 +14,8 @@ import (
 
 	"claimd.dev/go/claimd"
 	"claimd.dev/go/claimd/claimdhttp"
+	"claimd.dev/go/claimd/internal/testenv"
 )
-
-// harness names what sets the environment the tests need.
-const harness = "set by `cargo test --test it polyglot::clients_go`, which starts claimd"
 
 // slowRetries has a 1-minute retry backoff on every test server: a key given back there
 // does not come due during a test.
@@ -27,32 +24,11 @@ const slowRetries = "go-http-tests"
 // fastRetries has the default backoff (0.5 to 1 s).
 const fastRetries = "go-http-tests-fast"
 
-func envOf(t *testing.T, name string) string {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		t.Fatalf("%s is not set: it is %s", name, harness)
-	}
-	return v
-}
-
-// onBothStores runs f with a client of the embedded store's claimd and the PostgreSQL one.
-func onBothStores(t *testing.T, f func(t *testing.T, c *claimd.Client)) {
-	for _, store := range []struct{ name, env string }{
-		{"embedded", "CLAIMD_EMBEDDED_ADDR"},
-		{"postgres", "CLAIMD_POSTGRES_ADDR"},
-	} {
-		t.Run(store.name, func(t *testing.T) {
-			t.Parallel()
-			c, err := claimd.New(envOf(t, store.env))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = c.Close() })
-			f(t, c)
-		})
-	}
-}
+// envOf and onBothStores are the shared test environment's (internal/testenv).
+var (
+	envOf        = testenv.Env
+	onBothStores = testenv.OnBothStores
+)
 
 // counted is a handler that counts its runs.
 type counted struct {
