@@ -286,8 +286,7 @@ pub async fn run<D: Driver>(driver: &D, recent: &Recent, mut jobs: Vec<Job>) {
                 .iter()
                 .map(|&i| (jobs[i].tenant.as_str(), &jobs[i].id))
                 .collect();
-            let read =
-                tracing::info_span!(target: "claimd::store", "db.read", otel.kind = "client");
+            let read = crate::spans::statement("db.read");
             crate::spans::database(&read, driver.system(), "read", keys.len());
             let rows = match driver.read_many(&keys).instrument(read).await {
                 Ok(rows) => rows,
@@ -348,8 +347,7 @@ pub async fn run<D: Driver>(driver: &D, recent: &Recent, mut jobs: Vec<Job>) {
             }
         }
         if !writes.is_empty() {
-            let write =
-                tracing::info_span!(target: "claimd::store", "db.write", otel.kind = "client");
+            let write = crate::spans::statement("db.write");
             crate::spans::database(&write, driver.system(), "write", writes.len());
             let outcomes = match driver.write_many(&writes).instrument(write).await {
                 Ok(outcomes) => outcomes,
