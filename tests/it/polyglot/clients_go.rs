@@ -238,35 +238,9 @@ fn the_go_suite_without_its_claimds_fails_rather_than_skips() {
     );
 }
 
-/// The code blocks of `lang` in docs/CLIENTS.md and README.md, each with where it is.
-pub(super) fn doc_snippets(lang: &str) -> Vec<(String, String)> {
-    let fence = format!("```{lang}");
-    let mut snippets = Vec::new();
-    for doc in ["docs/CLIENTS.md", "README.md"] {
-        // Both files are part of the checkout.
-        let text = fs::read_to_string(tools::repo().join(doc)).expect("a doc of the checkout");
-        let mut current: Option<(usize, String)> = None;
-        for (number, line) in text.lines().enumerate() {
-            match &mut current {
-                None if line.trim_end() == fence => current = Some((number + 1, String::new())),
-                Some((start, body)) if line.trim_end() == "```" => {
-                    snippets.push((format!("{doc}:{start}"), std::mem::take(body)));
-                    current = None;
-                }
-                Some((_, body)) => {
-                    body.push_str(line);
-                    body.push('\n');
-                }
-                None => {}
-            }
-        }
-    }
-    snippets
-}
-
 #[test]
 fn every_go_snippet_of_the_docs_compiles_and_passes_go_vet_against_the_module() {
-    let snippets = doc_snippets("go");
+    let snippets = tools::doc_snippets("go");
     assert!(
         !snippets.is_empty(),
         "docs/CLIENTS.md has no ```go block: the Go section lost its examples"

@@ -290,7 +290,7 @@ fn the_committed_java_code_is_what_the_pinned_generators_make_of_proto() {
 /// library and its dependencies (the servlet API included) with `-Xlint:all -Werror`.
 #[test]
 fn every_java_snippet_of_the_docs_compiles_without_warnings_against_the_library() {
-    let snippets = super::clients_go::doc_snippets("java");
+    let snippets = tools::doc_snippets("java");
     assert!(
         !snippets.is_empty(),
         "docs/CLIENTS.md has no ```java block: the Java section lost its examples"

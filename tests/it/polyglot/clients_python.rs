@@ -289,11 +289,7 @@ impl FreshVenv {
             .env("PYTHONPYCACHEPREFIX", self.dir.path().join("pycache"))
             .env_remove("PYTHONPATH");
         // What a developer's shell may have set: the suite gets only what this test says.
-        for (name, _) in std::env::vars_os() {
-            if name.to_string_lossy().starts_with("CLAIMD_") {
-                cmd.env_remove(name);
-            }
-        }
+        super::client_servers::clear_claimd_env(&mut cmd);
         cmd.env("CLAIMD_PROTO_DIR", tools::repo().join("proto"))
             .env("CLAIMD_EXPECT_WHEEL", "1");
         for (name, value) in env {

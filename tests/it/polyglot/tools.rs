@@ -4,7 +4,8 @@
 //! a Node package (`examples/node`, `tools`). Each is installed again only when its
 //! requirements file changes; a file lock keeps parallel test processes from installing at
 //! once. A missing `python3` or `npm` fails the test with what to install — never a skip.
-//! Also: a live claimd binary to point the clients at.
+//! Also: a live claimd binary to point the clients at, and the code blocks of the docs
+//! that the Go and Java tests compile.
 
 use crate::common::{pg, process};
 use std::fs::{self, File};
@@ -228,4 +229,30 @@ impl Live {
     pub fn target(&self) -> String {
         self.addr.to_string()
     }
+}
+
+/// The code blocks of `lang` in docs/CLIENTS.md and README.md, each with where it is.
+pub fn doc_snippets(lang: &str) -> Vec<(String, String)> {
+    let fence = format!("```{lang}");
+    let mut snippets = Vec::new();
+    for doc in ["docs/CLIENTS.md", "README.md"] {
+        // Both files are part of the checkout.
+        let text = fs::read_to_string(repo().join(doc)).expect("a doc of the checkout");
+        let mut current: Option<(usize, String)> = None;
+        for (number, line) in text.lines().enumerate() {
+            match &mut current {
+                None if line.trim_end() == fence => current = Some((number + 1, String::new())),
+                Some((start, body)) if line.trim_end() == "```" => {
+                    snippets.push((format!("{doc}:{start}"), std::mem::take(body)));
+                    current = None;
+                }
+                Some((_, body)) => {
+                    body.push_str(line);
+                    body.push('\n');
+                }
+                None => {}
+            }
+        }
+    }
+    snippets
 }
