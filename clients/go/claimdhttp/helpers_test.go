@@ -88,14 +88,32 @@ func post(t *testing.T, url, body string, keys ...string) answer {
 
 // send is post for other goroutines than the test's: it returns the error.
 func send(url, body string, keys ...string) (answer, error) {
+	header := http.Header{}
+	for _, k := range keys {
+		header.Add("Idempotency-Key", k)
+	}
+	return sendWith(url, body, header)
+}
+
+// postWith sends a request with these header lines (Idempotency-Key, Authorization,
+// Cookie, …) and Content-Type application/json.
+func postWith(t *testing.T, url, body string, header http.Header) answer {
+	t.Helper()
+	a, err := sendWith(url, body, header)
+	if err != nil {
+		t.Fatalf("POST: %v", err)
+	}
+	return a
+}
+
+// sendWith is postWith for other goroutines than the test's: it returns the error.
+func sendWith(url, body string, header http.Header) (answer, error) {
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		return answer{}, err
 	}
+	req.Header = header.Clone()
 	req.Header.Set("Content-Type", "application/json")
-	for _, k := range keys {
-		req.Header.Add("Idempotency-Key", k)
-	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return answer{}, err

@@ -15,7 +15,7 @@ import (
 func settleDirectly(t *testing.T, c *claimd.Client, key, body string, settle func(*claimd.Lease) error) {
 	t.Helper()
 	fp := claimdhttp.Fingerprint("POST", "/orders", []byte(body), "application/json", true)
-	out, err := c.Claim(t.Context(), slowRetries, claimdhttp.ClaimKey("", key), fp,
+	out, err := c.Claim(t.Context(), slowRetries, claimdhttp.ClaimKey(claimdhttp.Anonymous, key), fp,
 		claimd.WithLease(30*time.Second))
 	if err != nil || out.Decision != claimd.DecisionClaimed {
 		t.Fatalf("Claim: %v %v", out, err)

@@ -106,7 +106,7 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		uri = r.URL.RequestURI()
 	}
 	fingerprint := Fingerprint(r.Method, uri, body, r.Header.Get("Content-Type"), m.canonicalJSON)
-	m.decide(w, r, next, ClaimKey(m.clientOf(r), key), fingerprint, body)
+	m.decide(w, r, next, ClaimKey(m.clientOfRequest(r), key), fingerprint, body)
 }
 
 func (m *middleware) decide(w http.ResponseWriter, r *http.Request, next http.Handler,

@@ -33,7 +33,10 @@ type config struct {
 	required          bool
 	wait              time.Duration
 	lease             time.Duration
-	clientOf          func(*http.Request) string
+	clientOf          func(*http.Request) string // nil: DefaultClient
+	clientOfGiven     bool
+	sessionCookie     string
+	sessionCookieSet  bool
 	maxBodyBytes      int64
 	maxResponseBytes  int
 	retryAfter        time.Duration
@@ -48,7 +51,6 @@ func defaults() config {
 		required:         true,
 		wait:             10 * time.Second,
 		lease:            30 * time.Second,
-		clientOf:         func(*http.Request) string { return "" },
 		maxBodyBytes:     DefaultMaxBodyBytes,
 		maxResponseBytes: DefaultMaxResponseBytes,
 		retryAfter:       DefaultRetryAfter,
@@ -75,9 +77,22 @@ func (c *config) validate(client *claimd.Client, namespace string) {
 		fail("WithMaxResponseBytes(%d) must be 1 to %d", c.maxResponseBytes, DefaultMaxResponseBytes)
 	case c.retryAfter != 0 && (c.retryAfter < minDelay || c.retryAfter > maxDelay):
 		fail("WithRetryAfter(%v) must be %v to %v (or 0: the namespace's backoff)", c.retryAfter, minDelay, maxDelay)
-	case c.clientOf == nil:
+	case c.clientOfGiven && c.clientOf == nil:
 		fail("WithClientOf must not be given nil")
+	case c.sessionCookieSet && !validCookieName(c.sessionCookie):
+		fail("WithSessionCookie(%q) must be a cookie name (a token: letters, digits, !#$%%&'*+-.^_`|~)", c.sessionCookie)
+	case c.sessionCookieSet && c.clientOfGiven:
+		fail("WithSessionCookie(%q) is not used with WithClientOf (the client function may call DefaultClient(r, %q))",
+			c.sessionCookie, c.sessionCookie)
 	}
+}
+
+// clientOfRequest is the client of a request: WithClientOf's, else DefaultClient's.
+func (c *config) clientOfRequest(r *http.Request) string {
+	if c.clientOfGiven {
+		return c.clientOf(r)
+	}
+	return DefaultClient(r, c.sessionCookie)
 }
 
 // Option configures Idempotency. Idempotency panics, naming the option, when one is out
@@ -107,9 +122,23 @@ func WithWait(d time.Duration) Option { return func(c *config) { c.wait = d } }
 // alive by heartbeats while the handler runs.
 func WithLease(d time.Duration) Option { return func(c *config) { c.lease = d } }
 
-// WithClientOf sets how the client (tenant, API user) of a request is told: keys are per
-// client (default: every request is the anonymous client "-").
-func WithClientOf(f func(*http.Request) string) Option { return func(c *config) { c.clientOf = f } }
+// WithClientOf sets how the client of a request is told: keys are per client, and a
+// stored response is replayed only to its own client. Return the authenticated identity
+// (the user id your authentication middleware put in the request's context, a verified
+// token's subject), never a header or field the caller chooses (X-Tenant): a caller who
+// copies another's header and key would be handed the other's stored response. An empty
+// client is "-". Without WithClientOf the client is DefaultClient's: a digest of the
+// Authorization header, else of the WithSessionCookie cookie, else Anonymous.
+func WithClientOf(f func(*http.Request) string) Option {
+	return func(c *config) { c.clientOf, c.clientOfGiven = f, true }
+}
+
+// WithSessionCookie names the session cookie that scopes a request without an
+// Authorization header (see DefaultClient): "cookie:" and the SHA-256 of its value. It
+// must be a cookie name, and it is not used with WithClientOf (Idempotency panics).
+func WithSessionCookie(name string) Option {
+	return func(c *config) { c.sessionCookie, c.sessionCookieSet = name, true }
+}
 
 // WithMaxBodyBytes sets the largest request body read (default 1 MiB, not negative); a
 // larger one gets a 413 problem.

@@ -114,23 +114,36 @@ func TestInvalidOptionsPanicAtConstructionNamingTheOption(t *testing.T) {
 		{"WithRetryAfter", c, "ns", claimdhttp.WithRetryAfter(-time.Second)},
 		{"WithRetryAfter", c, "ns", claimdhttp.WithRetryAfter(25 * time.Hour)},
 		{"WithClientOf", c, "ns", claimdhttp.WithClientOf(nil)},
+		{"WithSessionCookie", c, "ns", claimdhttp.WithSessionCookie("")},
+		{"WithSessionCookie", c, "ns", claimdhttp.WithSessionCookie("my session")},
+		{"WithSessionCookie", c, "ns", claimdhttp.WithSessionCookie("sid=")},
 	} {
 		var opts []claimdhttp.Option
 		if tc.opt != nil {
 			opts = append(opts, tc.opt)
 		}
-		func() {
-			defer func() {
-				msg, _ := recover().(string)
-				if !strings.Contains(msg, tc.name) {
-					t.Fatalf("%s: panicked with %q, want a message naming it", tc.name, msg)
-				}
-			}()
-			claimdhttp.Idempotency(tc.client, tc.namespace, opts...)
-		}()
+		expectPanicNaming(t, tc.name, func() { claimdhttp.Idempotency(tc.client, tc.namespace, opts...) })
 	}
+	// A cookie the client function would never look at: a mistake, not a choice.
+	expectPanicNaming(t, "WithSessionCookie", func() {
+		claimdhttp.Idempotency(c, "ns", claimdhttp.WithSessionCookie("sid"),
+			claimdhttp.WithClientOf(func(*http.Request) string { return "" }))
+	})
 	// The bounds themselves, and 0 (the namespace's backoff), are accepted.
 	claimdhttp.Idempotency(c, "ns", claimdhttp.WithWait(0), claimdhttp.WithWait(claimdhttp.MaxWait),
 		claimdhttp.WithMaxResponseBytes(1), claimdhttp.WithMaxBodyBytes(0),
-		claimdhttp.WithRetryAfter(0), claimdhttp.WithRetryAfter(time.Second), claimdhttp.WithLease(time.Second))
+		claimdhttp.WithRetryAfter(0), claimdhttp.WithRetryAfter(time.Second), claimdhttp.WithLease(time.Second),
+		claimdhttp.WithSessionCookie("__Host-session.id"))
+}
+
+// expectPanicNaming fails unless build panics with a message naming name.
+func expectPanicNaming(t *testing.T, name string, build func()) {
+	t.Helper()
+	defer func() {
+		msg, _ := recover().(string)
+		if !strings.Contains(msg, name) {
+			t.Fatalf("%s: panicked with %q, want a message naming it", name, msg)
+		}
+	}()
+	build()
 }

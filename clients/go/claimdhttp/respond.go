@@ -71,9 +71,17 @@ var bodyHeaders = map[string]bool{"content-type": true, "content-length": true, 
 // replay sends a stored response, marked as a replay.
 func (m *middleware) replay(w http.ResponseWriter, rec record) {
 	notStored := rec.body == nil
+	var connection []string
+	for _, h := range rec.headers {
+		if h.name == "connection" {
+			connection = append(connection, h.value)
+		}
+	}
+	hop := connectionNamed(connection)
 	values := http.Header{}
 	for _, h := range rec.headers {
-		if !notStored || !bodyHeaders[h.name] {
+		// What this package never stores is not replayed either, whoever stored it.
+		if !dropped(h.name, hop) && (!notStored || !bodyHeaders[h.name]) {
 			// Stored names are lowercase; net/http knows a header by its canonical key only.
 			name := http.CanonicalHeaderKey(h.name)
 			values[name] = append(values[name], h.value)

@@ -21,12 +21,34 @@ const (
 	Replayed = "Idempotent-Replayed"
 )
 
-// unstored are the response headers never stored: hop-by-hop, recomputed, or credentials.
+// unstored are the response headers never stored (nor replayed): hop-by-hop, recomputed,
+// or credentials. So are every Proxy-* header, the headers a response's Connection header
+// names (hop-by-hop too), and trailers (net/http's "Trailer:" prefixed names).
 var unstored = map[string]bool{
-	"connection": true, "keep-alive": true, "proxy-authenticate": true,
-	"proxy-authorization": true, "proxy-connection": true, "te": true, "trailer": true,
+	"connection": true, "keep-alive": true, "te": true, "trailer": true,
 	"transfer-encoding": true, "upgrade": true, "content-length": true, "date": true,
-	"set-cookie": true, "idempotent-replayed": true,
+	"set-cookie": true, "set-cookie2": true, "idempotent-replayed": true,
+}
+
+// dropped returns whether a header (its lowercase name) is never stored nor replayed,
+// given the lowercase names the response's Connection header lists.
+func dropped(lower string, connectionNamed map[string]bool) bool {
+	return unstored[lower] || connectionNamed[lower] || strings.HasPrefix(lower, "proxy-") ||
+		strings.HasPrefix(lower, "trailer:")
+}
+
+// connectionNamed is the set of header names (lowercase) that the Connection header values
+// list, e.g. "close, X-Hop" → close and x-hop.
+func connectionNamed(values []string) map[string]bool {
+	named := map[string]bool{}
+	for _, v := range values {
+		for token := range strings.SplitSeq(v, ",") {
+			if token = strings.ToLower(strings.Trim(token, " \t")); token != "" {
+				named[token] = true
+			}
+		}
+	}
+	return named
 }
 
 // header is one stored header line.
@@ -112,18 +134,23 @@ func decodeResponse(data []byte) (r record, ok bool) {
 }
 
 // storedHeaders returns the headers to store of a finished response: content-type, and
-// those the handler set or changed (not those set before it ran), none of unstored.
+// those the handler set or changed (not those set before it ran), none that is dropped.
 func storedHeaders(after, before http.Header) []header {
 	names := make([]string, 0, len(after))
-	for name := range after {
+	var connection []string // a handler may have set it under a name net/http did not canonicalize
+	for name, values := range after {
 		names = append(names, name)
+		if strings.EqualFold(name, "Connection") {
+			connection = append(connection, values...)
+		}
 	}
+	hop := connectionNamed(connection)
 	sort.Strings(names)
 	var out []header
 	for _, name := range names {
 		lower := strings.ToLower(name)
 		values := after[name]
-		if unstored[lower] || len(values) == 0 {
+		if dropped(lower, hop) || len(values) == 0 {
 			continue
 		}
 		if lower != "content-type" && strings.Join(before.Values(name), "\n") == strings.Join(values, "\n") {

@@ -3,6 +3,9 @@ package claimdhttp
 import (
 	"bytes"
 	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"testing"
 )
 
@@ -34,5 +37,38 @@ func TestStoredResponsesAreTheBytesTheNodeAndPythonPackagesStore(t *testing.T) {
 	}
 	if _, ok := decodeResponse([]byte("not a response")); ok {
 		t.Fatal("decoded garbage")
+	}
+}
+
+func TestStoredHeadersLeaveOutSetCookieHopByHopAndWhatConnectionNames(t *testing.T) {
+	after := http.Header{
+		"Content-Type":        {"application/json"},
+		"X-Order":             {"7"},
+		"Set-Cookie":          {"sid=secret"},
+		"Connection":          {"keep-alive, X-Hop", "x-other"},
+		"X-Hop":               {"1"},
+		"X-Other":             {"2"},
+		"Keep-Alive":          {"timeout=5"},
+		"Transfer-Encoding":   {"chunked"},
+		"Upgrade":             {"h2c"},
+		"Te":                  {"trailers"},
+		"Trailer":             {"X-Sum"},
+		"Trailer:X-Sum":       {"9"},
+		"Proxy-Authenticate":  {"Basic"},
+		"Proxy-Status":        {"cache"},
+		"Idempotent-Replayed": {"true"},
+	}
+	got := storedHeaders(after, http.Header{})
+	want := []header{{"content-type", "application/json"}, {"x-order", "7"}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("stored %v, want %v", got, want)
+	}
+	// A record another writer made with such headers replays without them.
+	all := []header{{"connection", "X-Hop"}, {"x-hop", "1"}, {"set-cookie", "sid=secret"},
+		{"proxy-status", "cache"}, {"x-order", "7"}}
+	w := httptest.NewRecorder()
+	(&middleware{}).replay(w, record{status: 201, headers: all, body: []byte("{}")})
+	if h := w.Header(); len(h) != 2 || h.Get("X-Order") != "7" || h.Get(Replayed) != "true" {
+		t.Fatalf("replayed headers %v", h)
 	}
 }
