@@ -27,7 +27,10 @@
 //
 // Nothing here logs. No error, String or %v output carries an API key or a claim token.
 // The generated gRPC code is in package claimdv1; the Idempotency-Key middleware for
-// net/http is in package claimdhttp.
+// net/http (the standard mux, chi's and gorilla's r.Use) is in package claimdhttp. It
+// scopes keys per client: give it the authenticated identity (claimdhttp.WithClientOf
+// returning a verified token's subject), never a header any caller can set (X-Tenant),
+// or a caller copying another's header and key would get the other's stored response.
 package claimd
 
 // Version is the version of this client: the version of the claimd.v1 proto it was

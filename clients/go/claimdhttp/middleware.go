@@ -1,9 +1,18 @@
 // Package claimdhttp is the Idempotency-Key HTTP header (IETF HTTPAPI draft "The
 // Idempotency-Key HTTP Header Field") for net/http, on claimd: a middleware for any
-// router built on http.Handler (the standard mux, chi, gorilla).
+// router built on http.Handler: a wrapped handler on the standard mux, or chi's and
+// gorilla/mux's r.Use, after the app's authentication middleware.
 //
-//	mux.Handle("POST /orders", claimdhttp.Idempotency(client, "orders-api",
-//		claimdhttp.WithClientOf(tenantOf))(http.HandlerFunc(createOrder)))
+//	r.Use(authenticate) // the app's: verifies the token, puts its subject in the context
+//	r.Use(claimdhttp.Idempotency(client, "orders-api",
+//		claimdhttp.WithClientOf(func(r *http.Request) string { return userID(r.Context()) })))
+//
+// Keys are per client, so a stored response goes back only to the client that made it.
+// The client is the authenticated identity (here the verified token's subject), never a
+// header such as X-Tenant: any caller can set a header, and one who copied another's
+// would be handed the other's stored response. Without WithClientOf it is DefaultClient's:
+// a digest of the Authorization header, else of the WithSessionCookie cookie, else one
+// shared Anonymous space. Set-Cookie and hop-by-hop headers are never stored.
 //
 // It follows the Node package's express middleware rule for rule, and stores responses
 // in the same format, so the packages replay each other's. A request is claimed under
