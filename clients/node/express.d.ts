@@ -1,6 +1,7 @@
 // Type declarations for @claimd/client/express (express.js), written by hand. They need
 // no Express types: the request and response are Node's, which Express's extend, so the
-// middleware fits `app.post(...)` of Express 4 and 5 (with or without @types/express).
+// middleware fits `app.use(...)` and `app.post(...)` of Express 4 and 5 (with or without
+// @types/express).
 
 /// <reference types="node" />
 
@@ -49,10 +50,19 @@ export interface IdempotencyOptions<Req extends IdempotencyRequest = Idempotency
   /** The lease of a running request, heartbeated every third (default 30000 ms). */
   leaseMs?: number;
   /**
-   * The tenant or API user of a request (default: '', one anonymous client). A multi-tenant
-   * API must set it: the claim key is the client and the Idempotency-Key.
+   * The client a request's keys belong to: its authenticated identity (`req.user.id`, a
+   * verified token's subject), never a header any caller can set. The claim key is the
+   * client and the Idempotency-Key ('' is written '-'). Default: `defaultClient` — a
+   * digest of the Authorization header, else of the `sessionCookie`, else "anonymous".
    */
   clientOf?: (req: Req) => string;
+  /**
+   * Without `clientOf`: the session cookie whose value scopes a request that carries no
+   * Authorization header (client `cookie:` + its SHA-256). Not with `clientOf`.
+   */
+  sessionCookie?: string;
+  /** Path prefixes it covers, of the path the client sent (default: every path). */
+  paths?: string[];
   /** The largest encoded response to store, 1 to 65536 (default 65536, claimd's limit). */
   maxResponseBytes?: number;
   /** How soon a request whose handler failed may run again (default 1000 ms). */
@@ -67,7 +77,10 @@ export interface IdempotencyOptions<Req extends IdempotencyRequest = Idempotency
   docsUrl?: string;
 }
 
-/** The middleware: mount it on a route, after the body parser, before the handler. */
+/**
+ * The middleware: mount it with app.use, router.use or on a route, after the body parser,
+ * before the handlers.
+ */
 export type IdempotencyMiddleware<Req extends IdempotencyRequest = IdempotencyRequest> = (
   req: Req,
   res: ServerResponse,
@@ -84,6 +97,17 @@ export declare function keepRawBody(req: IncomingMessage, res: ServerResponse, b
 
 /** An Idempotency-Key header's value (sf-string or bare), or null when malformed. */
 export declare function parseKey(header: string): string | null;
+
+/**
+ * The client of a request when no `clientOf` is given: `auth:` + hex SHA-256 of its
+ * Authorization lines (joined with ", "), else `cookie:` + hex SHA-256 of the value of the
+ * cookie `sessionCookie` names, else `anonymous`. `headers` as Node's `req.headersDistinct`
+ * (or `req.headers`): lowercase names, a line or an array of lines each.
+ */
+export declare function defaultClient(
+  headers: Record<string, string | string[] | undefined>,
+  sessionCookie?: string,
+): string;
 
 /** The claimd key of a request: `<client or '-'> <key>`, hashed when over 512 bytes. */
 export declare function claimKey(client: string, key: string): string;

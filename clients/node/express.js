@@ -3,14 +3,18 @@
 //
 //   const express = require('express');
 //   const { Claims } = require('@claimd/client');
-//   const { idempotency, keepRawBody } = require('@claimd/client/express');
+//   const { idempotency } = require('@claimd/client/express');
 //   const claims = new Claims('127.0.0.1:50051');
-//   app.post('/orders', express.json({ verify: keepRawBody }),
-//     idempotency({ claims, namespace: 'orders-api', clientOf: (req) => req.user.id }),
-//     async (req, res) => res.status(201).json(await createOrder(req.body)));
+//   app.use(express.json());
+//   app.use(authenticate); // sets req.user
+//   app.use(idempotency({ claims, namespace: 'orders-api', clientOf: (req) => req.user.id }));
+//   app.post('/orders', async (req, res) => res.status(201).json(await createOrder(req.body)));
 //
-// It follows the IETF HTTPAPI draft "The Idempotency-Key HTTP Header Field". A request is
-// claimed in claimd under its client and key (never its method or path); its fingerprint
+// Mounted with app.use, router.use or on a route: it wraps the handlers that can run after
+// it (lib/route-errors.js) to see their errors. It follows the IETF HTTPAPI draft "The
+// Idempotency-Key HTTP Header Field". A request is claimed in claimd under its client
+// (`clientOf`, else a digest of its credentials, else "anonymous": defaultClient in
+// lib/request-identity.js) and key (never its method or path); its fingerprint
 // is its method, path with query and body (canonical JSON for JSON bodies), so the same
 // key with another body or on another route is 422. The first request runs the handler;
 // whatever response it produces (2xx, 4xx or 5xx) is stored with Complete, then sent, and
@@ -23,10 +27,14 @@
 // Nothing here logs; no problem body or error carries a key, a token or a body.
 
 const { Decision, ClaimdError, status: grpcStatus, timestampMs } = require('./index.js');
-const { parseKey, claimKey, requestFingerprint, KEY_RULE } = require('./lib/request-identity.js');
+const identity = require('./lib/request-identity.js');
 const stored = require('./lib/stored-response.js');
+const { watchHandlers, markGuard, WATCHING } = require('./lib/route-errors.js');
+const { keepRawBody, bodyOf, headerLines, credentialHeaders, pathOf } = require('./lib/express-request.js');
+const { sendProblem, sendReplay, secondsUntil } = require('./lib/replies.js');
+
+const { parseKey, defaultClient, claimKey, requestFingerprint, KEY_RULE } = identity;
 const { capture, encodeResponse, decodeResponse, headerSnapshot, storedHeaders, REPLAYED } = stored;
-const { watchRoute, WATCHING } = require('./lib/route-errors.js');
 
 /** The request header, as the draft names it. */
 const HEADER = 'idempotency-key';
@@ -34,53 +42,8 @@ const HEADER = 'idempotency-key';
 const DEFAULT_MAX_RESPONSE_BYTES = 65_536;
 /** The longest wait claimd allows a Claim. */
 const MAX_WAIT_MS = 60_000;
-/** Headers of a response whose body was not stored that do not fit the problem body. */
-const BODY_HEADERS = new Set(['content-type', 'content-length', 'content-encoding']);
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/**
- * A `verify` function for `express.json`, `express.raw`, `express.text` and
- * `express.urlencoded`: keeps the exact bytes of the body as `req.rawBody`, which the
- * fingerprint needs.
- */
-function keepRawBody(req, _res, buf) {
-  req.rawBody = buf;
-}
-
-/** A problem (RFC 9457) sent as application/problem+json. */
-function sendProblem(res, docsUrl, status, code, title, detail, headers = {}) {
-  const body = { type: 'about:blank', title, status, detail, code };
-  if (docsUrl) {
-    body.type = `${docsUrl}#${code}`;
-    res.setHeader('Link', `<${docsUrl}>; rel="describedby"; type="text/html"`);
-  }
-  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
-  res.statusCode = status;
-  res.setHeader('Content-Type', 'application/problem+json');
-  res.end(JSON.stringify(body));
-}
-
-/** Replays a stored response, marked as a replay. */
-function sendReplay(res, record, docsUrl) {
-  const notStored = record.body === null;
-  const values = new Map();
-  for (const [name, value] of record.headers) {
-    if (notStored && BODY_HEADERS.has(name)) continue;
-    if (!values.has(name)) values.set(name, []);
-    values.get(name).push(value);
-  }
-  for (const [name, list] of values) res.setHeader(name, list.length === 1 ? list[0] : list);
-  res.setHeader(REPLAYED, 'true');
-  if (!notStored) {
-    res.statusCode = record.status;
-    return res.end(record.body);
-  }
-  return sendProblem(res, docsUrl, record.status, 'idempotency-response-not-stored',
-    'Response not stored',
-    `This request was handled; its response body (${record.bytes} bytes) was too large to ` +
-      'keep, so only its status and headers are replayed.');
-}
 
 /** The name of a thrown value's class: all a Retry says of it (a message may hold secrets). */
 function className(error) {
@@ -96,33 +59,13 @@ function attemptFailed(text, retryAfterMs) {
   return error;
 }
 
-/** Whole seconds (at least 1) until a timestamp. */
-function secondsUntil(ts) {
-  const at = timestampMs(ts);
-  return String(Math.max(1, Math.ceil(((at ?? 0) - Date.now()) / 1000)));
-}
-
-/** The raw request body, or null when a body came in but no parser kept its bytes. */
-function rawBodyOf(req) {
-  if (Buffer.isBuffer(req.rawBody)) return req.rawBody;
-  if (Buffer.isBuffer(req.body)) return req.body;
-  const length = req.headers['content-length'];
-  const chunked = req.headers['transfer-encoding'] !== undefined;
-  if (!chunked && (length === undefined || length === '0')) return Buffer.alloc(0);
-  return null;
-}
-
-/** The values of the Idempotency-Key header (one per header line), or undefined. */
-function keyHeaders(req) {
-  if (req.headersDistinct) return req.headersDistinct[HEADER];
-  const value = req.headers[HEADER];
-  return value === undefined ? undefined : [value];
-}
+/** A cookie name: a token (RFC 6265), as `sessionCookie` must be. */
+const COOKIE_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
 /**
- * Express middleware for the Idempotency-Key header on claimd: mount it on a route, after
- * a body parser that keeps the raw body and before the handler. See express.d.ts for the
- * options.
+ * Express middleware for the Idempotency-Key header on claimd: mount it with app.use,
+ * router.use or on a route, after a body parser and before the handlers. See express.d.ts
+ * for the options.
  */
 function idempotency(options) {
   const {
@@ -131,7 +74,9 @@ function idempotency(options) {
     required = true,
     waitMs = 10_000,
     leaseMs = 30_000,
-    clientOf = () => '',
+    clientOf,
+    sessionCookie,
+    paths,
     maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES,
     retryAfterMs = 1_000,
     retryServerErrors = false,
@@ -148,16 +93,34 @@ function idempotency(options) {
       maxResponseBytes > DEFAULT_MAX_RESPONSE_BYTES) {
     throw new RangeError(`maxResponseBytes must be 1 to ${DEFAULT_MAX_RESPONSE_BYTES}`);
   }
+  if (clientOf !== undefined && typeof clientOf !== 'function') {
+    throw new TypeError('clientOf: a function of the request');
+  }
+  if (sessionCookie !== undefined) {
+    if (typeof sessionCookie !== 'string' || !COOKIE_NAME.test(sessionCookie)) {
+      throw new TypeError('sessionCookie: the name of a cookie');
+    }
+    if (clientOf !== undefined) {
+      throw new TypeError('sessionCookie applies only without clientOf: give one or the other');
+    }
+  }
+  if (paths !== undefined &&
+      (!Array.isArray(paths) || !paths.every((p) => typeof p === 'string' && p.startsWith('/')))) {
+    throw new TypeError("paths: path prefixes, each starting with '/'");
+  }
   const applies = new Set(methods.map((m) => m.toUpperCase()));
+  const covers = (req) => applies.has(req.method) &&
+    (paths === undefined || paths.some((prefix) => pathOf(req).startsWith(prefix)));
+  const clientOfRequest = clientOf || ((req) => defaultClient(credentialHeaders(req), sessionCookie));
   const problem = (res, ...args) => sendProblem(res, docsUrl, ...args);
 
-  return async function idempotencyKey(req, res, next) {
-    if (!applies.has(req.method)) return next();
-    if (!watchRoute(req.route, idempotencyKey)) {
-      return next(new TypeError('idempotency() must be mounted on a route, before its ' +
-        'handler: app.post(path, express.json({ verify: keepRawBody }), idempotency(options), handler)'));
+  return markGuard(async function idempotencyKey(req, res, next) {
+    if (!covers(req)) return next();
+    if (!watchHandlers(req, idempotencyKey)) {
+      return next(new TypeError('idempotency() is not in the app\'s router: mount the function ' +
+        'it returns itself, with app.use(idempotency(options)), router.use(...) or on a route'));
     }
-    const values = keyHeaders(req);
+    const values = headerLines(req, HEADER);
     if (values === undefined) {
       if (!required) return next();
       return problem(res, 400, 'idempotency-key-missing', 'Idempotency-Key is missing',
@@ -167,19 +130,23 @@ function idempotency(options) {
     if (key === null) {
       return problem(res, 400, 'idempotency-key-invalid', 'Idempotency-Key is invalid', KEY_RULE);
     }
-    const body = rawBodyOf(req);
+    const body = bodyOf(req);
     if (body === null) {
-      return next(new TypeError('idempotency needs the raw request body: mount ' +
-        'express.json({ verify: keepRawBody }) or express.raw() before it'));
+      return next(new TypeError('idempotency needs the request body: mount express.json(), ' +
+        'or a parser with { verify: keepRawBody }, or express.raw(), before it'));
+    }
+    if (body.parsed && !canonicalJson) {
+      return next(new TypeError('canonicalJson: false fingerprints the exact body bytes: ' +
+        'mount express.json({ verify: keepRawBody }) before idempotency()'));
     }
     let claim;
     try {
-      claim = claimKey(clientOf(req), key);
+      claim = claimKey(clientOfRequest(req), key);
     } catch (error) {
       return next(error);
     }
-    const contentType = req.headers['content-type'];
-    const fingerprint = requestFingerprint(req.method, req.originalUrl, body, contentType, canonicalJson);
+    const contentType = body.parsed ? 'application/json' : req.headers['content-type'];
+    const fingerprint = requestFingerprint(req.method, req.originalUrl, body.bytes, contentType, canonicalJson);
     const before = headerSnapshot(res);
 
     let produced = null; // what the handler answered here
@@ -299,16 +266,17 @@ function idempotency(options) {
         return next(error);
       }
     }
-  };
+  });
 }
 
 module.exports = {
   idempotency,
   keepRawBody,
   parseKey,
+  defaultClient,
   claimKey,
   requestFingerprint,
-  canonicalJson: require('./lib/request-identity.js').canonicalJson,
+  canonicalJson: identity.canonicalJson,
   encodeResponse,
   decodeResponse,
   REPLAYED,

@@ -1,8 +1,10 @@
 'use strict';
 // What identifies an HTTP request for the Idempotency-Key integrations: the header's value
-// (`parseKey`), the claim key (`claimKey`: the client and the key, never the method or the
-// path) and the fingerprint (`requestFingerprint`: method, path with query, and the body,
-// as canonical JSON when it is JSON). Pure functions, no I/O; used by `express.js`.
+// (`parseKey`), the client of a request when the app names none (`defaultClient`: a digest
+// of its credentials, or "anonymous"), the claim key (`claimKey`: the client and the key,
+// never the method or the path) and the fingerprint (`requestFingerprint`: method, path
+// with query, and the body, as canonical JSON when it is JSON). Pure functions, no I/O;
+// used by `express.js`.
 
 const crypto = require('node:crypto');
 
@@ -54,11 +56,53 @@ function parseKey(header) {
   return value.length >= 1 && value.length <= MAX_KEY_CHARS ? value : null;
 }
 
+/** Lowercase hex SHA-256 of a header value's bytes (Node reads header bytes as latin1). */
+const digest = (text) => crypto.createHash('sha256').update(Buffer.from(text, 'latin1')).digest('hex');
+
+/** A header's lines: `headers[name]` as an array (a string is one line), or []. */
+function lines(headers, name) {
+  const value = headers ? headers[name] : undefined;
+  if (value === undefined || value === null) return [];
+  return (Array.isArray(value) ? value : [value]).map(String);
+}
+
+/** The value of cookie `name` in Cookie header lines, exactly as sent; the first wins. */
+function cookieValue(cookieLines, name) {
+  for (const line of cookieLines) {
+    for (const part of line.split(';')) {
+      const pair = part.replace(/^[ \t]+|[ \t]+$/g, '');
+      const eq = pair.indexOf('=');
+      if (eq > 0 && pair.slice(0, eq) === name) return pair.slice(eq + 1);
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The client of a request when the app gives no client function (the same in claimd's
+ * four packages): `auth:` + SHA-256 of its Authorization header lines (joined with ", "),
+ * else `cookie:` + SHA-256 of the value of the session cookie `sessionCookie` names, else
+ * `anonymous` (one key space shared by every request without credentials).
+ * @param {Record<string, string|string[]|undefined>} headers lowercase names, one line or
+ *   several per name (Node's `req.headersDistinct`, or `req.headers`).
+ * @param {string} [sessionCookie] the name of the app's session cookie.
+ * @returns {string}
+ */
+function defaultClient(headers, sessionCookie) {
+  const authorization = lines(headers, 'authorization');
+  if (authorization.length > 0) return `auth:${digest(authorization.join(', '))}`;
+  if (sessionCookie) {
+    const value = cookieValue(lines(headers, 'cookie'), sessionCookie);
+    if (value !== undefined) return `cookie:${digest(value)}`;
+  }
+  return 'anonymous';
+}
+
 /**
  * The claimd key of a request: `<client or '-'> <key>` (the client percent-encoded), or
  * `sha256:<hex>` of it when longer than claimd allows. Method and path are not part of
  * it: they are in the fingerprint, so the same key on another route is a conflict.
- * @param {string} client the tenant or API user ('' for anonymous).
+ * @param {string} client the tenant or API user (see defaultClient; '' is written '-').
  * @param {string} key the Idempotency-Key value.
  * @returns {string}
  */
@@ -207,6 +251,7 @@ function requestFingerprint(method, url, body, contentType, canonical = true) {
 
 module.exports = {
   parseKey,
+  defaultClient,
   claimKey,
   isJsonType,
   canonicalJson,

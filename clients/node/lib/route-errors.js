@@ -1,21 +1,47 @@
 'use strict';
-// How the Express middleware learns that the handler after it threw or called next(err)
-// before answering: Express passes the handler the route's own `next`, which no
-// middleware can wrap. So the first request through `idempotency()` on a route wraps the
-// handlers after it in that route (once; `layer.handle`, in Express 4 and 5 alike): while
-// a request is held (`req[WATCHING]` set), a throw, a rejected promise or next(err) calls
-// `req[WATCHING](error)` first, and goes on to Express's error handlers with next(error)
-// once that has given the key back (so a client answered 500 finds the key free). Requests
-// that are not held pass straight through.
+// How the Express middleware learns that a handler after it threw, rejected or called
+// next(err) before answering: Express passes each handler its router's own `next`, which no
+// middleware can wrap. So a request through `idempotency()` finds where the middleware is
+// mounted — in the app's router (`app._router` in Express 4, `app.router` in 5), in a
+// nested express.Router(), in a route, or with app.use — and wraps every handler that can
+// run after it (`layer.handle`, in Express 4 and 5 alike): the layers after it in its stack,
+// everything inside the routes and routers among them (recursively), and the layers after
+// the enclosing layer in each stack above. The walk is done again only when a stack in the
+// app has grown since (a route or a router added after the first request).
+//
+// While a request is held (`req[WATCHING]` set), a wrapped handler's throw, rejected
+// promise or next(err) calls `req[WATCHING](error)` first, and goes on to Express's error
+// handlers with next(error) once that has given the key back (so a client answered 500
+// finds the key free). Error handlers after the middleware are wrapped too: an error that
+// reaches one from elsewhere (a router.param callback, a path that does not decode) gives
+// the key back before the error handler answers. Requests that are not held pass straight
+// through. A sub-app (an `express()` mounted with app.use) is one handler to its parent:
+// its errors are seen when it passes them on.
 
 /** The property of a held request: the function to call with the handler's error. */
 const WATCHING = Symbol('claimd.express.watching');
 /** Marks a layer whose handler is wrapped. */
 const WRAPPED = Symbol('claimd.express.wrapped');
-/** Routes already wrapped after a given middleware. */
-const watched = new WeakMap();
+/** Marks an idempotency() middleware: never wrapped, since it holds requests itself. */
+const GUARD = Symbol('claimd.express.guard');
+/** Per stack searched from, per middleware: the stacks walked and their lengths then. */
+const walks = new WeakMap();
 
-/** `handle`, reporting its errors to a held request. */
+/** Calls `handle` as Express would: a throw or a rejected promise goes to `next`. */
+function invoke(handle, self, args, next) {
+  let ret;
+  try {
+    ret = handle.apply(self, args);
+  } catch (error) {
+    return next(error);
+  }
+  if (ret && typeof ret.then === 'function') {
+    ret.then(undefined, (error) => next(error || new Error('Rejected promise')));
+  }
+  return undefined;
+}
+
+/** `handle` (a request handler), reporting its errors to a held request. */
 function watch(handle) {
   const wrapped = function watchedHandler(req, res, next) {
     const fail = req[WATCHING];
@@ -50,24 +76,104 @@ function watch(handle) {
   return wrapped;
 }
 
+/** `handle` (an error handler): for a held request, it runs once the key is given back. */
+function watchErrors(handle) {
+  return function watchedErrorHandler(error, req, res, next) {
+    const fail = req[WATCHING];
+    const handedBack = typeof fail === 'function' && error ? fail(error) : null;
+    if (!handedBack) return handle.call(this, error, req, res, next);
+    handedBack.then(() => invoke(handle, this, [error, req, res, next], next));
+    return undefined;
+  };
+}
+
+/** The stack inside a layer: its Route's, or its nested express.Router()'s; else null. */
+function innerStack(layer) {
+  if (layer.route && Array.isArray(layer.route.stack)) return layer.route.stack;
+  const handle = layer.handle;
+  return typeof handle === 'function' && Array.isArray(handle.stack) ? handle.stack : null;
+}
+
+/** Wraps `layer`'s handler, or every handler in the stack inside it. */
+function watchLayer(layer, walked) {
+  const inner = innerStack(layer);
+  if (inner) return watchStack(inner, walked, null);
+  const handle = layer.handle;
+  if (layer[WRAPPED] || typeof handle !== 'function' || handle[GUARD] || handle.length > 4) return false;
+  layer.handle = handle.length === 4 ? watchErrors(handle) : watch(handle);
+  layer[WRAPPED] = true;
+  return false;
+}
+
 /**
- * Wraps the handlers after `middleware` in `route` (an Express Route, `req.route`);
- * false when `middleware` is not in it (mounted with app.use, say).
+ * Walks `stack` (recording it in `walked`): with `middleware`, finds it (in the stack or
+ * below) and wraps every handler after it, returning whether it was found; with null,
+ * wraps every handler.
  */
-function watchRoute(route, middleware) {
-  if (!route || !Array.isArray(route.stack)) return false;
-  let done = watched.get(route);
-  if (done && done.has(middleware)) return true;
-  const at = route.stack.findIndex((layer) => layer && layer.handle === middleware);
-  if (at < 0) return false;
-  for (const layer of route.stack.slice(at + 1)) {
-    if (layer[WRAPPED] || typeof layer.handle !== 'function' || layer.handle.length > 3) continue;
-    layer.handle = watch(layer.handle);
-    layer[WRAPPED] = true;
+function watchStack(stack, walked, middleware) {
+  if (walked.has(stack)) return false; // a router mounted inside itself
+  walked.set(stack, stack.length);
+  let found = middleware === null;
+  for (const layer of stack) {
+    if (!layer) continue;
+    if (found) watchLayer(layer, walked);
+    else if (layer.handle === middleware) found = true;
+    else {
+      const inner = innerStack(layer);
+      if (inner && watchStack(inner, walked, middleware)) found = true;
+    }
   }
-  if (!done) watched.set(route, (done = new WeakSet()));
-  done.add(middleware);
+  return found && middleware !== null;
+}
+
+/** Whether a past walk from `root` still holds: no stack it walked has changed length. */
+function unchanged(walk) {
+  for (const [stack, length] of walk.walked) if (stack.length !== length) return false;
   return true;
 }
 
-module.exports = { watchRoute, WATCHING };
+/** Finds `middleware` below `root` and wraps the handlers after it, once per change. */
+function watchFrom(root, middleware) {
+  let byMiddleware = walks.get(root);
+  if (!byMiddleware) walks.set(root, (byMiddleware = new WeakMap()));
+  const past = byMiddleware.get(middleware);
+  if (past && unchanged(past)) return past.found;
+  const walked = new Map();
+  const found = watchStack(root, walked, middleware);
+  byMiddleware.set(middleware, { found, walked });
+  return found;
+}
+
+/** The stack of the app's router (Express 4: `app._router`; 5: `app.router`), or null. */
+function appStack(app) {
+  if (!app) return null;
+  let router = app._router;
+  if (!router) {
+    try {
+      router = app.router; // a getter; Express 4's throws ("deprecated")
+    } catch {
+      router = null;
+    }
+  }
+  return router && Array.isArray(router.stack) ? router.stack : null;
+}
+
+/**
+ * Wraps the handlers that can run after `middleware` for `req`: found from the app's router
+ * (`req.app`), else from the request's route; false when it is in neither (called by hand
+ * from another function, say), so the handlers' errors cannot be seen.
+ */
+function watchHandlers(req, middleware) {
+  const root = appStack(req.app);
+  if (root && watchFrom(root, middleware)) return true;
+  const route = req.route;
+  return Boolean(route && Array.isArray(route.stack) && watchFrom(route.stack, middleware));
+}
+
+/** Marks `middleware` as an idempotency() middleware. */
+function markGuard(middleware) {
+  Object.defineProperty(middleware, GUARD, { value: true });
+  return middleware;
+}
+
+module.exports = { watchHandlers, markGuard, WATCHING };

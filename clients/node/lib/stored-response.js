@@ -14,13 +14,13 @@ const MAGIC = Buffer.from('IDK2', 'latin1');
 const BODY_NOT_STORED = 1;
 /** The response header that marks a replayed response. */
 const REPLAYED = 'Idempotent-Replayed';
-/** Response headers never stored: hop-by-hop, recomputed, or credentials. */
+/**
+ * Response headers never stored nor replayed: hop-by-hop (and every `proxy-*`), recomputed,
+ * or credentials (`set-cookie`: a cookie is for the caller it was made for).
+ */
 const UNSTORED = new Set([
   'connection',
   'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'proxy-connection',
   'te',
   'trailer',
   'transfer-encoding',
@@ -30,6 +30,27 @@ const UNSTORED = new Set([
   'set-cookie',
   REPLAYED.toLowerCase(),
 ]);
+
+/** The header names a Connection header's value lists (hop-by-hop by that), lowercase. */
+function connectionNamed(value) {
+  const named = new Set();
+  if (value === undefined || value === null) return named;
+  for (const line of Array.isArray(value) ? value : [value]) {
+    for (const token of String(line).split(',')) {
+      const name = token.trim().toLowerCase();
+      if (name) named.add(name);
+    }
+  }
+  return named;
+}
+
+/**
+ * Whether a response header (lowercase name) may be stored or replayed; `named` holds the
+ * names the response's Connection header lists.
+ */
+function keptHeader(name, named = new Set()) {
+  return !UNSTORED.has(name) && !name.startsWith('proxy-') && !named.has(name);
+}
 
 function u16(n) {
   const b = Buffer.alloc(2);
@@ -110,12 +131,14 @@ function headerSnapshot(res) {
 
 /**
  * The headers to store of a finished response: content-type, and those the handler set
- * or changed (not the app's own, set before), none of UNSTORED.
+ * or changed (not the app's own, set before); never hop-by-hop ones (those the Connection
+ * header names included), content-length, date or set-cookie.
  */
 function storedHeaders(res, before) {
   const headers = [];
+  const named = connectionNamed(res.getHeader('connection'));
   for (const name of res.getHeaderNames()) {
-    if (UNSTORED.has(name)) continue;
+    if (!keptHeader(name, named)) continue;
     const value = res.getHeader(name);
     if (name !== 'content-type' && before.get(name) === headerText(value)) continue;
     for (const v of Array.isArray(value) ? value : [value]) headers.push([name, String(v)]);
@@ -208,5 +231,7 @@ module.exports = {
   decodeResponse,
   headerSnapshot,
   storedHeaders,
+  keptHeader,
+  connectionNamed,
   REPLAYED,
 };

@@ -1,127 +1,25 @@
 'use strict';
-// @claimd/client/express through real HTTP and a real claimd: Express apps on port 0 in this
-// process (and one in a child process that is killed mid-request), fetch as the client.
-// `CLAIMD_ADDR=127.0.0.1:50051 node --test test/express.test.js`; with `CLAIMD_ADDRS=a,b`
-// (two replicas on one PostgreSQL database) the two apps each talk to their own replica.
-// `cargo test --test it polyglot::express` installs the packed tarball (and express) into
-// an empty directory, copies this file next to it and runs it against claimd on its
-// embedded store, on PostgreSQL and on two replicas. Every test uses a tenant of its own,
-// so the file can run against a shared server.
+// @claimd/client/express mounted on routes, through real HTTP and a real claimd: the stored
+// format, one run per key, 422 for another request under a key, the key's syntax, 409
+// while running, and handlers that throw, call next(err) or answer 5xx. Express apps on
+// port 0 in this process, fetch as the client. The express suites are the files
+// test/express*.test.js (test/express-support.js holds what they share):
+// `CLAIMD_ADDR=127.0.0.1:50051 node --test test/express*.test.js`; with `CLAIMD_ADDRS=a,b`
+// (two replicas on one PostgreSQL database) the two apps of a test each talk to their own
+// replica. `cargo test --test it polyglot::express` installs the packed tarball (and
+// express) into an empty directory, copies these files next to it and runs them against
+// claimd on its embedded store, on PostgreSQL and on two replicas. Every test uses a
+// tenant or credentials of its own, so the files can run against a shared server.
 
-const { test, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
-const net = require('node:net');
-const path = require('node:path');
-const { spawn } = require('node:child_process');
-const { once } = require('node:events');
 const express = require('express');
-const { Claims, ClaimdError, Decision, State, status } = require('@claimd/client');
+const { State } = require('@claimd/client');
+const { idempotency, encodeResponse, decodeResponse, REPLAYED } = require('@claimd/client/express');
 const {
-  idempotency,
-  keepRawBody,
-  claimKey,
-  requestFingerprint,
-  encodeResponse,
-  decodeResponse,
-  REPLAYED,
-} = require('@claimd/client/express');
-
-const ADDRS = (process.env.CLAIMD_ADDRS || process.env.CLAIMD_ADDR || '')
-  .split(',')
-  .map((a) => a.trim())
-  .filter(Boolean);
-if (ADDRS.length === 0) {
-  throw new Error('set CLAIMD_ADDR (one claimd) or CLAIMD_ADDRS (replicas, comma-separated)');
-}
-
-const NS = 'node-express';
-const ROUTE = '/orders';
-const JSON_TYPE = 'application/json';
-/** One client per address; the apps and the direct calls use them in turn. */
-const clients = ADDRS.map((addr) => new Claims(addr, { deadlineMs: 10_000 }));
-const servers = [];
-after(async () => {
-  await Promise.all(servers.map(close));
-  for (const client of clients) client.close();
-});
-
-/** A tenant no other test (or earlier run) uses, so its keys are its own. */
-const uniqueTenant = (name) => `${name}-${crypto.randomUUID()}`;
-
-/** A promise with its resolve function outside, to hold the handler at a known point. */
-function gate() {
-  let open;
-  const opened = new Promise((resolve) => {
-    open = resolve;
-  });
-  return { opened, open };
-}
-
-function close(server) {
-  return new Promise((resolve) => {
-    server.closeAllConnections();
-    server.close(() => resolve());
-  });
-}
-
-/** Serves `app` on a free loopback port; resolves to its base URL. */
-async function serve(app) {
-  const server = app.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  servers.push(server);
-  return `http://127.0.0.1:${server.address().port}`;
-}
-
-/**
- * An Express app with `handler` behind the middleware on POST /orders and POST /payments
- * (and POST /optional, where the key is optional), talking to `claims`; the tenant comes
- * from the `X-Tenant` header. Resolves to its base URL.
- */
-function startApp(claims, handler, options = {}) {
-  const app = express();
-  app.set('env', 'test'); // the default error handler does not print the handler's errors
-  const json = express.json({ verify: keepRawBody, limit: '1mb' });
-  const clientOf = (req) => req.get('x-tenant');
-  const guard = (more) => idempotency({ claims, namespace: NS, clientOf, ...options, ...more });
-  app.post(ROUTE, json, guard(), handler);
-  app.post('/payments', json, guard(), handler);
-  app.post('/optional', json, guard({ required: false }), handler);
-  return serve(app);
-}
-
-/** Two apps, on the replicas in turn (both on the one claimd with CLAIMD_ADDR). */
-function startApps(handler, options) {
-  return Promise.all([0, 1].map((i) => startApp(clients[i % clients.length], handler, options)));
-}
-
-/**
- * POSTs `body` (JSON unless a string) as `tenant` with `Idempotency-Key: "<key>"` (none
- * when key is null; `raw: true` sends the key as it is).
- */
-async function post(base, tenant, key, body, { path: route = ROUTE, raw = false } = {}) {
-  const headers = { 'content-type': JSON_TYPE, 'x-tenant': tenant };
-  if (key !== null) headers['idempotency-key'] = raw ? key : `"${key}"`;
-  const text = typeof body === 'string' ? body : JSON.stringify(body);
-  const res = await fetch(base + route, { method: 'POST', headers, body: text });
-  return { status: res.status, headers: res.headers, text: await res.text() };
-}
-
-/** The receipt the middleware keeps for `tenant`'s `key`. */
-function receiptOf(tenant, key) {
-  return clients[0].get(NS, claimKey(tenant, key));
-}
-
-/** Asserts an application/problem+json answer of `code` with `status`. */
-function assertProblem(answer, expected, code) {
-  assert.equal(answer.status, expected, answer.text);
-  assert.match(answer.headers.get('content-type'), /^application\/problem\+json/);
-  const problem = JSON.parse(answer.text);
-  assert.equal(problem.status, expected);
-  assert.equal(problem.code, code);
-  assert.equal(typeof problem.title, 'string');
-  return problem;
-}
+  NS, ROUTE, JSON_TYPE, clients, uniqueTenant, gate, serve, startApps, post, receiptOf, assertProblem,
+} = require('./express-support.js');
 
 // A response as the Python package's middleware stores it (clients/python's tests hold the
 // same bytes): either package replays what the other stored.
@@ -246,23 +144,25 @@ test('bare and quoted keys are accepted; a missing key is 400, a malformed one 4
   assert.equal(runs, 4);
 });
 
-test('a body no parser kept the raw bytes of, or app.use mounting, is an error naming the fix', async () => {
+test('a body no parser read, or the middleware called by hand, is an error naming the fix', async () => {
   const app = express();
   app.set('env', 'test');
   let runs = 0;
-  const guard = idempotency({ claims: clients[0], namespace: NS });
-  app.post(ROUTE, express.json(), guard, (req, res) => {
+  const guard = () => idempotency({ claims: clients[0], namespace: NS, clientOf: (req) => req.get('x-tenant') });
+  const byHand = guard();
+  const handler = (req, res) => {
     runs += 1;
     res.json({ ok: true });
-  });
-  app.use('/used', guard, (req, res) => res.json({ ok: true }));
+  };
+  app.post(ROUTE, guard(), handler); // no body parser before it
+  app.post('/by-hand', express.json(), (req, res, next) => byHand(req, res, next), handler);
   const base = await serve(app);
   const answer = await post(base, uniqueTenant('raw'), 'k-1', { a: 1 });
   assert.equal(answer.status, 500);
-  assert.match(answer.text, /keepRawBody/);
-  const used = await post(base, uniqueTenant('use'), 'k-1', '', { path: '/used' });
-  assert.equal(used.status, 500);
-  assert.match(used.text, /mounted on a route/);
+  assert.match(answer.text, /mount express\.json\(\)/);
+  const called = await post(base, uniqueTenant('by-hand'), 'k-1', { a: 1 }, { path: '/by-hand' });
+  assert.equal(called.status, 500);
+  assert.match(called.text, /app\.use\(idempotency\(options\)\)/);
   assert.equal(runs, 0);
 });
 
@@ -397,153 +297,4 @@ test('retryServerErrors: a 5xx gives the key back and a later retry runs the han
   const retried = await post(app, tenant, key, {});
   assert.equal(retried.status, 201, retried.text);
   assert.equal(runs, 2);
-});
-
-for (const [name, limit, size] of [
-  ['the default limit', undefined, 70 * 1024],
-  ['a per-route limit', 1024, 2000],
-]) {
-  test(`a response too large to store (${name}) settles the key; retries get its status`, async () => {
-    const tenant = uniqueTenant('large');
-    let runs = 0;
-    const [app] = await startApps((req, res) => {
-      runs += 1;
-      res.status(201).set('X-Order', 'big');
-      return res.type('text/plain').send('x'.repeat(size));
-    }, limit === undefined ? {} : { maxResponseBytes: limit });
-    const key = crypto.randomUUID();
-    const first = await post(app, tenant, key, { item: 'atlas' });
-    assert.equal(first.status, 201);
-    assert.equal(first.text.length, size, 'the first caller gets the whole response');
-    assert.equal(first.headers.get(REPLAYED), null);
-
-    for (let i = 0; i < 3; i++) {
-      const again = await post(app, tenant, key, { item: 'atlas' });
-      const problem = assertProblem(again, 201, 'idempotency-response-not-stored');
-      assert.match(problem.detail, new RegExp(`handled.*\\(${size} bytes\\) was too large`));
-      assert.equal(again.headers.get('x-order'), 'big', 'the stored headers');
-      assert.equal(again.headers.get(REPLAYED), 'true');
-    }
-    assert.equal(runs, 1);
-    const receipt = await receiptOf(tenant, key);
-    assert.equal(receipt.state, State.COMPLETED);
-    const stored = decodeResponse(receipt.response);
-    assert.equal(stored.body, null);
-    assert.equal(stored.bytes, size);
-  });
-}
-
-test('a waiter whose holder died takes over at the lease end and runs the handler', async () => {
-  const tenant = uniqueTenant('takeover');
-  const key = crypto.randomUUID();
-  const body = JSON.stringify({ item: 'chair' });
-  // The "dead" holder: a claim of the same request with a 1 s lease, never settled.
-  const holder = clients[0];
-  const dead = await holder.claim(
-    NS,
-    claimKey(tenant, key),
-    requestFingerprint('POST', ROUTE, Buffer.from(body), JSON_TYPE),
-    { leaseMs: 1_000 },
-  );
-  assert.equal(dead.decision, Decision.CLAIMED);
-
-  let runs = 0;
-  let attempt = null;
-  const apps = await startApps((req, res) => {
-    runs += 1;
-    attempt = req.idempotency.attempt;
-    res.status(201).json({ taken: true });
-  });
-  const answer = await post(apps[apps.length - 1], tenant, key, { item: 'chair' });
-  assert.equal(answer.status, 201, answer.text);
-  assert.equal(answer.headers.get(REPLAYED), null);
-  assert.equal(runs, 1);
-  assert.equal(attempt, 2, 'a takeover is the second attempt');
-  const receipt = await receiptOf(tenant, key);
-  assert.equal(receipt.state, State.COMPLETED);
-  await assert.rejects(
-    holder.complete(NS, receipt.key, dead.claim_token, 'late'),
-    (error) => error instanceof ClaimdError && error.code === status.ABORTED,
-  );
-});
-
-/** An app in a child process whose handler never answers; killed by the test. */
-const CHILD = `
-const express = require('express');
-const { Claims } = require('@claimd/client');
-const { idempotency, keepRawBody } = require('@claimd/client/express');
-const claims = new Claims(process.env.CHILD_CLAIMD_ADDR);
-const app = express();
-app.post('/orders', express.json({ verify: keepRawBody }),
-  idempotency({ claims, namespace: process.env.CHILD_NS, leaseMs: 1000,
-    clientOf: (req) => req.get('x-tenant') }),
-  () => process.stdout.write('inside\\n'));
-const server = app.listen(0, '127.0.0.1', () =>
-  process.stdout.write('port ' + server.address().port + '\\n'));
-`;
-
-test('a holder process killed mid-request is taken over by a retry, which runs the handler', async () => {
-  const tenant = uniqueTenant('killed');
-  const key = crypto.randomUUID();
-  const child = spawn(process.execPath, ['-e', CHILD], {
-    cwd: path.join(__dirname, '..'),
-    env: { ...process.env, CHILD_CLAIMD_ADDR: ADDRS[0], CHILD_NS: NS },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  try {
-    const lines = [];
-    const heard = (word) => new Promise((resolve, reject) => {
-      const check = () => {
-        const line = lines.find((l) => l.startsWith(word));
-        if (line) resolve(line);
-      };
-      child.stdout.on('data', (chunk) => {
-        lines.push(...chunk.toString().split('\n'));
-        check();
-      });
-      child.once('exit', () => reject(new Error('the child app exited')));
-      check();
-    });
-    const port = (await heard('port')).split(' ')[1];
-    const dying = post(`http://127.0.0.1:${port}`, tenant, key, { item: 'sofa' }).catch(() => null);
-    await heard('inside');
-    child.kill('SIGKILL');
-    await once(child, 'exit');
-    assert.equal(await dying, null, 'the killed holder never answered');
-  } finally {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  }
-
-  let runs = 0;
-  const apps = await startApps((req, res) => {
-    runs += 1;
-    res.status(201).json({ attempt: req.idempotency.attempt });
-  });
-  const answer = await post(apps[apps.length - 1], tenant, key, { item: 'sofa' });
-  assert.equal(answer.status, 201, answer.text);
-  assert.deepEqual(JSON.parse(answer.text), { attempt: 2 });
-  assert.equal(runs, 1);
-});
-
-test('claimd down: 503 with Retry-After, and the handler is not run', async () => {
-  // A loopback port nobody listens on: taken, then given back.
-  const probe = net.createServer().listen(0, '127.0.0.1');
-  await once(probe, 'listening');
-  const { port } = probe.address();
-  await new Promise((resolve) => probe.close(resolve));
-  const down = new Claims(`127.0.0.1:${port}`, { deadlineMs: 2_000 });
-  try {
-    let runs = 0;
-    const app = await startApp(down, (req, res) => {
-      runs += 1;
-      res.json({ ok: true });
-    });
-    const answer = await post(app, uniqueTenant('down'), crypto.randomUUID(), { item: 'vase' });
-    const problem = assertProblem(answer, 503, 'idempotency-store-unavailable');
-    assert.equal(answer.headers.get('retry-after'), '1');
-    assert.doesNotMatch(problem.detail, /vase/);
-    assert.equal(runs, 0);
-  } finally {
-    down.close();
-  }
 });

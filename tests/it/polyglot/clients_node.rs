@@ -8,8 +8,8 @@
 //! (`clients/node/test/*.test.js`) is copied next to that installation, so its
 //! `require('@claimd/client')` loads the installed package by name, never the checkout; it
 //! runs against claimd on its embedded store and on PostgreSQL (`CLAIMD_ADDR`). The express
-//! suite (`test/express.test.js`) is [`super::express`]'s, on the same installation plus
-//! express. The typed usage files (`clients/node/test/types/*.ts` with their strict
+//! suite (`test/express*.js`: its test files and the module they share) is
+//! [`super::express`]'s, on the same installation plus express. The typed usage files (`clients/node/test/types/*.ts` with their strict
 //! `tsconfig.json`, one of them the `@claimd/client/express` entry point with express's
 //! types) are compiled against the installed package's declarations by the `typescript` of
 //! the package's own devDependencies (`npm ci` in `clients/node`, on first use). A plain test
@@ -69,8 +69,12 @@ pub(super) struct Installed {
     _dir: tempfile::TempDir,
 }
 
-/// The suite of the express entry point, run by [`super::express`], not here.
-pub(super) const EXPRESS_SUITE: &str = "express.test.js";
+/// Whether a file of `clients/node/test` belongs to the suite of the express entry point
+/// (`express*.test.js` and the `express-support.js` they share), run by
+/// [`super::express`], not here.
+pub(super) fn is_express_suite(name: &str) -> bool {
+    name.starts_with("express") && name.ends_with(".js")
+}
 
 /// `name@version` for a development dependency of the package, at its pinned version.
 fn dev_dependency(name: &str) -> String {
@@ -119,6 +123,8 @@ pub(super) fn install_packed(with: &[&str]) -> Installed {
         "index.d.ts",
         "express.js",
         "express.d.ts",
+        "lib/express-request.js",
+        "lib/replies.js",
         "lib/request-identity.js",
         "lib/route-errors.js",
         "lib/stored-response.js",
@@ -180,7 +186,7 @@ fn package_suite(live: &tools::Live) {
         // A directory being read lists its entries.
         let name = entry.expect("a clients/node/test entry").file_name();
         let name = name.to_string_lossy().into_owned();
-        if name.ends_with(".test.js") && name != EXPRESS_SUITE {
+        if name.ends_with(".test.js") && !is_express_suite(&name) {
             // Both directories are there; a failed copy is a broken environment.
             fs::copy(source.join(&name), target.join(&name)).expect("copy a test file");
             suites.push(format!("test/{name}"));

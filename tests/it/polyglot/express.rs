@@ -1,8 +1,10 @@
 //! The Express Idempotency-Key middleware (`@claimd/client/express`, in `clients/node`)
 //! against the real claimd binary, as a user installs it: the package packed, the tarball
 //! installed into an empty directory with express (the version the package pins for its
-//! tests), and its suite (`clients/node/test/express.test.js`, copied next to that
-//! installation), which starts Express apps on port 0 and talks to them over HTTP, run
+//! tests), and its suite (`clients/node/test/express*.test.js` and the
+//! `express-support.js` they share, copied next to that installation: per-route and
+//! app.use mounting, the default scope, recovery), which starts Express apps on port 0 and
+//! talks to them over HTTP, run
 //! against claimd on its embedded store, on PostgreSQL (`CLAIMD_ADDR`), and on two replicas
 //! of one fresh PostgreSQL database (`CLAIMD_ADDRS`: the suite's two apps each talk to their
 //! own replica, so a retry waits on one replica for a request running through the other).
@@ -11,7 +13,7 @@
 //! (spec reporter, one line per test) is shown when a test fails. A missing `node` or `npm`
 //! fails the test with what to install — never a skip.
 
-use super::clients_node::{EXPRESS_SUITE, install_packed};
+use super::clients_node::{install_packed, is_express_suite};
 use super::node::require_node;
 use super::tools;
 use crate::common::{pg, process};
@@ -27,20 +29,43 @@ fn express_suite(var: &str, value: &str) {
     let target = installed.app.join("test");
     // The install directory is ours to write in.
     fs::create_dir(&target).expect("create test/ next to the installed package");
-    let source = tools::repo().join("clients/node/test").join(EXPRESS_SUITE);
-    // Both directories are there; a failed copy is a broken environment.
-    fs::copy(&source, target.join(EXPRESS_SUITE)).expect("copy the express suite");
+    let source = tools::repo().join("clients/node/test");
+    let mut suites = Vec::new();
+    let entries = fs::read_dir(&source).unwrap_or_else(|e| panic!("clients/node/test: {e}"));
+    for entry in entries {
+        // A directory being read lists its entries.
+        let name = entry.expect("a clients/node/test entry").file_name();
+        let name = name.to_string_lossy().into_owned();
+        if is_express_suite(&name) {
+            // Both directories are there; a failed copy is a broken environment.
+            fs::copy(source.join(&name), target.join(&name)).expect("copy an express suite file");
+            if name.ends_with(".test.js") {
+                suites.push(format!("test/{name}"));
+            }
+        }
+    }
+    suites.sort();
+    for required in [
+        "test/express.test.js",
+        "test/express-app-use.test.js",
+        "test/express-scope.test.js",
+    ] {
+        assert!(
+            suites.iter().any(|s| s == required),
+            "clients/node lacks {required}: {suites:?}"
+        );
+    }
     // Blocking is fine here: claimd is another process, nothing on this runtime must run.
     tools::run(
         Command::new("node")
             .args(["--test", "--test-reporter=spec"])
-            .arg(format!("test/{EXPRESS_SUITE}"))
+            .args(&suites)
             .current_dir(&installed.app)
             .env_remove("NODE_PATH")
             .env_remove("CLAIMD_ADDR")
             .env_remove("CLAIMD_ADDRS")
             .env(var, value),
-        "node --test of clients/node/test/express.test.js against the installed package",
+        "node --test of clients/node/test/express*.test.js against the installed package",
     );
 }
 

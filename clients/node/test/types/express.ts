@@ -8,6 +8,7 @@ import { Claims } from '@claimd/client';
 import {
   claimKey,
   decodeResponse,
+  defaultClient,
   idempotency,
   keepRawBody,
   parseKey,
@@ -31,6 +32,10 @@ app.post(
     res.status(201).json({ attempt: info?.attempt ?? 0, bytes: raw?.length ?? 0, aborted: info?.signal.aborted });
   },
 );
+
+// App-wide, after express.json() (no verify), with the default scope on a session cookie.
+app.use(express.json());
+app.use(idempotency({ claims, namespace: 'orders-api', sessionCookie: 'sid', paths: ['/orders'] }));
 
 // Every option; clientOf over Express's own Request.
 const options: IdempotencyOptions<Request> = {
@@ -56,7 +61,8 @@ app.use(router);
 /** The helpers. */
 export function helpers(bytes: Buffer): number {
   const key: string | null = parseKey('"abc"');
-  const claim: string = claimKey('tenant', key ?? 'k');
+  const client: string = defaultClient({ authorization: 'Bearer t', cookie: ['sid=1'] }, 'sid');
+  const claim: string = claimKey(client, key ?? 'k');
   const fingerprint: Buffer = requestFingerprint('POST', '/orders', bytes, 'application/json');
   const stored: StoredResponse | null = decodeResponse(bytes);
   const header: string = REPLAYED;
@@ -72,6 +78,8 @@ export function misuse(): void {
   idempotency({ claims, namespace: 'ns', maxResponseBytes: '64k' });
   // @ts-expect-error: the client is a string
   idempotency<Request>({ claims, namespace: 'ns', clientOf: (req) => req.ips.length });
+  // @ts-expect-error: paths is a list of prefixes
+  idempotency({ claims, namespace: 'ns', paths: '/orders' });
   // @ts-expect-error: retryServerErrors is a boolean
   idempotency({ claims, namespace: 'ns', retryServerErrors: 'yes' });
 }
