@@ -1,154 +1,54 @@
-"""The HTTP apps the middleware tests run: a FastAPI app (under uvicorn) and a Flask app
-(under waitress), with the same routes, each behind claimd's Idempotency-Key middleware,
-served on a free port of 127.0.0.1 — in a thread of the test process (`serve`), or in a
-process of its own to be killed mid-request:
+"""The HTTP apps the middleware tests run, each behind claimd's Idempotency-Key handling
+with the routes of _routes.py, served on a free port of 127.0.0.1 — in a thread of the
+test process (`serve`), or in a process of its own to be killed mid-request:
 
-    python _apps.py asgi|wsgi --block --lease 1
+    python _apps.py asgi|depends|wsgi|django --block --lease 1
 
 prints `listening <port>`, then `handling` when a request's handler starts (and, with
 --block, never answers it).
 
-Routes (POST): /orders and /payments answer 201 with a serial number, the lease's attempt
-and the body's `amount` (after `?delay=` seconds); /fail answers 500; /big answers 200 with
-100 KiB; /raise raises. `runs` counts the handler runs per Idempotency-Key.
+The kinds: `asgi` FastAPI behind `claimd.asgi.IdempotencyMiddleware` and `depends` FastAPI
+with `Depends(claimd.fastapi.idempotency(...))` (both under uvicorn); `wsgi` Flask behind
+`claimd.wsgi.IdempotencyMiddleware` and `django` Django with
+`claimd.django.IdempotencyMiddleware` in MIDDLEWARE (both under waitress).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import collections
-import itertools
 import socket
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import Any
 
-import flask
 import uvicorn
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
-from flask import Flask, jsonify, request
 from waitress.server import create_server
 
-import _settings
-import claimd
-from claimd import AsyncClaims, Claims, asgi, wsgi
+import _app_django
+import _app_fastapi
+import _app_flask
+from _routes import BIG, NAMESPACE, Boom, runs
 
-NAMESPACE = "py-http-tests"
-BIG = 100 * 1024
+__all__ = ["BIG", "KINDS", "NAMESPACE", "Boom", "app", "runs", "serve"]
 
-runs: collections.Counter[str] = collections.Counter()
-_serial = itertools.count(1)
-_lock = threading.Lock()
-
-
-class Boom(RuntimeError):
-    """What /raise raises (its message must never reach claimd)."""
+KINDS = ("asgi", "depends", "wsgi", "django")
+ASGI_KINDS = ("asgi", "depends")
 
 
-def _ran(key: str | None) -> int:
-    with _lock:
-        runs[key or ""] += 1
-        return next(_serial)
-
-
-def _announce(block: bool) -> None:
-    if block:
-        print("handling", flush=True)
-
-
-def asgi_app(target: str | None = None, *, block: bool = False, **options: Any) -> Any:
-    """The FastAPI app behind `claimd.asgi.IdempotencyMiddleware`."""
-    app = FastAPI()
-    kwargs = _settings.client_kwargs()
-    if target is not None:
-        kwargs["target"] = target
-    app.add_middleware(asgi.IdempotencyMiddleware, claims=lambda: AsyncClaims(**kwargs),
-                       namespace=NAMESPACE, **options)
-
-    async def order(request: Request) -> JSONResponse:
-        body = await request.json()
-        n = _ran(request.headers.get("idempotency-key"))
-        _announce(block)
-        while block:
-            await asyncio.sleep(3600)
-        await asyncio.sleep(float(request.query_params.get("delay", "0")))
-        lease = claimd.current_async_lease()
-        return JSONResponse({"order": n, "attempt": lease.attempt, "amount": body.get("amount")},
-                            status_code=201, headers={"x-order": str(n)})
-
-    app.post("/orders")(order)
-    app.post("/payments")(order)
-
-    @app.post("/fail")
-    async def fail(request: Request) -> JSONResponse:
-        n = _ran(request.headers.get("idempotency-key"))
-        return JSONResponse({"failed": n}, status_code=500)
-
-    @app.post("/big")
-    async def big(request: Request) -> Response:
-        n = _ran(request.headers.get("idempotency-key"))
-        return Response(b"x" * BIG, media_type="text/plain", headers={"x-order": str(n)})
-
-    @app.post("/raise")
-    async def boom(request: Request) -> None:
-        _ran(request.headers.get("idempotency-key"))
-        raise Boom("a secret the error must not carry")
-
-    @app.get("/orders")
-    async def listing() -> dict[str, str]:
-        return {"listing": "ok"}
-
-    return app
-
-
-def wsgi_app(target: str | None = None, *, block: bool = False, **options: Any) -> Any:
-    """The Flask app behind `claimd.wsgi.IdempotencyMiddleware`."""
-    app = Flask(__name__)
-    # An exception reaches the middleware (which retries) instead of becoming Flask's 500.
-    app.config["PROPAGATE_EXCEPTIONS"] = True
-    kwargs = _settings.client_kwargs()
-    if target is not None:
-        kwargs["target"] = target
-
-    def order() -> tuple[flask.Response, int, dict[str, str]]:
-        body = request.get_json()
-        n = _ran(request.headers.get("Idempotency-Key"))
-        _announce(block)
-        while block:
-            time.sleep(3600)
-        time.sleep(float(request.args.get("delay", "0")))
-        lease = claimd.current_lease()
-        return (jsonify(order=n, attempt=lease.attempt, amount=body.get("amount")), 201,
-                {"x-order": str(n)})
-
-    app.add_url_rule("/orders", "orders", order, methods=["POST"])
-    app.add_url_rule("/payments", "payments", order, methods=["POST"])
-
-    @app.post("/fail")
-    def fail() -> tuple[flask.Response, int]:
-        return jsonify(failed=_ran(request.headers.get("Idempotency-Key"))), 500
-
-    @app.post("/big")
-    def big() -> flask.Response:
-        n = _ran(request.headers.get("Idempotency-Key"))
-        return flask.Response(b"x" * BIG, mimetype="text/plain", headers={"x-order": str(n)})
-
-    @app.post("/raise")
-    def boom() -> NoReturn:
-        _ran(request.headers.get("Idempotency-Key"))
-        raise Boom("a secret the error must not carry")
-
-    @app.get("/orders")
-    def listing() -> dict[str, str]:
-        return {"listing": "ok"}
-
-    app.wsgi_app = wsgi.IdempotencyMiddleware(  # type: ignore[method-assign]
-        app.wsgi_app, claims=Claims(**kwargs), namespace=NAMESPACE, **options)
-    return app
+def app(kind: str, target: str | None = None, *, block: bool = False, **options: Any) -> Any:
+    """The `kind` app (an ASGI or a WSGI application)."""
+    if kind == "asgi":
+        return _app_fastapi.asgi_app(target, block=block, **options)
+    if kind == "depends":
+        return _app_fastapi.depends_app(target, block=block, **options)
+    if kind == "wsgi":
+        return _app_flask.wsgi_app(target, block=block, **options)
+    if kind == "django":
+        _app_django.block = block
+        return _app_django.wsgi_app(target, **options)
+    raise ValueError(f"no app kind {kind!r}: one of {KINDS}")
 
 
 def _bound() -> socket.socket:
@@ -159,10 +59,11 @@ def _bound() -> socket.socket:
 
 @contextmanager
 def serve(kind: str, target: str | None = None, **options: Any) -> Iterator[str]:
-    """Serves the `kind` ("asgi" or "wsgi") app in a thread; yields its base URL."""
-    if kind == "asgi":
+    """Serves the `kind` app in a thread; yields its base URL."""
+    application = app(kind, target, **options)
+    if kind in ASGI_KINDS:
         sock = _bound()
-        server = uvicorn.Server(uvicorn.Config(asgi_app(target, **options), lifespan="off",
+        server = uvicorn.Server(uvicorn.Config(application, lifespan="off",
                                                log_level="critical"))
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
         thread.start()
@@ -177,7 +78,7 @@ def serve(kind: str, target: str | None = None, **options: Any) -> Iterator[str]
             thread.join()
             sock.close()
     else:
-        wsgi = create_server(wsgi_app(target, **options), host="127.0.0.1", port=0, threads=32)
+        wsgi = create_server(application, host="127.0.0.1", port=0, threads=32)
         thread = threading.Thread(target=wsgi.run, daemon=True)
         thread.start()
         try:
@@ -203,20 +104,19 @@ def _close_all(wsgi: Any) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("kind", choices=["asgi", "wsgi"])
+    parser.add_argument("kind", choices=KINDS)
     parser.add_argument("--block", action="store_true")
     parser.add_argument("--lease", type=float, default=30.0)
     args = parser.parse_args()
-    if args.kind == "asgi":
+    application = app(args.kind, block=args.block, lease=args.lease)
+    if args.kind in ASGI_KINDS:
         sock = _bound()
         sock.listen(64)
         print(f"listening {sock.getsockname()[1]}", flush=True)
-        config = uvicorn.Config(asgi_app(block=args.block, lease=args.lease), lifespan="off",
-                                log_level="critical")
+        config = uvicorn.Config(application, lifespan="off", log_level="critical")
         uvicorn.Server(config).run(sockets=[sock])
     else:
-        server = create_server(wsgi_app(block=args.block, lease=args.lease), host="127.0.0.1",
-                               port=0, threads=4)
+        server = create_server(application, host="127.0.0.1", port=0, threads=4)
         print(f"listening {server.effective_port}", flush=True)
         server.run()
 

@@ -1,6 +1,7 @@
-"""The Idempotency-Key middleware through real HTTP against the real claimd: FastAPI under
-uvicorn (`claimd.asgi`) and Flask under waitress (`claimd.wsgi`), each test run on both
-(`[asgi]`, `[wsgi]`). The apps are in _apps.py."""
+"""The Idempotency-Key rules through real HTTP against the real claimd, each test on every
+kind of mounting (_apps.py): FastAPI under uvicorn with the ASGI middleware (`[asgi]`) and
+with the dependency (`[depends]`), Flask under waitress with the WSGI middleware (`[wsgi]`),
+Django under waitress with its middleware in MIDDLEWARE (`[django]`)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from claimd import Claims
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_apps.py")
 
 
-@pytest.fixture(params=["asgi", "wsgi"])
+@pytest.fixture(params=_apps.KINDS)
 def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -154,7 +155,7 @@ def test_a_handler_that_raises_gives_the_key_back_and_its_error_is_only_the_type
     assert "secret" not in str(problem) and key not in str(problem)
     assert _apps.runs[key] == 1
     with Claims(**_settings.client_kwargs()) as claims:
-        receipt = claims.get(_apps.NAMESPACE, f"- {key}")  # the claim key: client and key
+        receipt = claims.get(_apps.NAMESPACE, f"anonymous {key}")  # the claim key
     assert receipt.last_error == "Boom"
 
 

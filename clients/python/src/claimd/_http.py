@@ -1,7 +1,8 @@
-"""What the ASGI and the WSGI Idempotency-Key middleware share, free of any server API:
-the options, parsing the header, the claim key, the request fingerprint, encoding a
-response for claimd and reading it back, and the HTTP answer to each decision
-(application/problem+json).
+"""What the Idempotency-Key middleware (ASGI, WSGI, the FastAPI dependency, Django) share,
+free of any server API: the options, parsing the header, the default scope of a key
+(`default_client`), the claim key, the request fingerprint, the headers a stored response
+may keep, encoding a response for claimd and reading it back, and the HTTP answer to each
+decision (application/problem+json).
 
 A stored response is `IDK2`, the status (u16), flags (u8; 1 = the body was too large to
 keep), the number of headers (u16), each header as name length (u8), lowercase name,
@@ -42,11 +43,11 @@ MAX_WAIT = 60.0
 DEFAULT_METHODS = ("POST", "PATCH")
 MAGIC = b"IDK2"
 BODY_NOT_STORED = 1
-#: Response headers never stored: hop-by-hop, recomputed, credentials, the replay mark.
+#: Response headers never stored: hop-by-hop, recomputed, credentials, the replay mark
+#: (besides every `proxy-*` header and those the response's Connection header names).
 UNSTORED = frozenset({
-    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization",
-    "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "content-length",
-    "date", "server", "set-cookie", REPLAYED.lower(),
+    "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade",
+    "content-length", "date", "server", "set-cookie", "set-cookie2", REPLAYED.lower(),
 })
 INVALID_DETAIL = (
     "Idempotency-Key must be 1–255 printable ASCII characters, or a quoted string of them"
@@ -67,13 +68,20 @@ class Options:
     retry_server_errors: bool = False
     canonical_json: bool = True
     docs_url: str | None = None
+    session_cookie: str | None = None
 
     @classmethod
     def make(cls, namespace: str, methods: Iterable[str], paths: Iterable[str] | None,
              required: bool, wait: Seconds, lease: Seconds | None, max_response_bytes: int,
-             retry_server_errors: bool, canonical_json: bool, docs_url: str | None) -> Options:
+             retry_server_errors: bool, canonical_json: bool, docs_url: str | None,
+             session_cookie: str | None = None) -> Options:
         if not isinstance(namespace, str) or not namespace:
             raise TypeError("namespace must be a non-empty str")
+        if session_cookie is not None and (
+                not isinstance(session_cookie, str) or not session_cookie
+                or not session_cookie.isascii() or any(c in session_cookie for c in "=; \t")):
+            raise TypeError("session_cookie must be a cookie name (non-empty ASCII without "
+                            "'=', ';' or spaces) or None")
         seconds = to_seconds(wait)
         if not 0 <= seconds <= MAX_WAIT:
             raise ValueError(f"wait must be 0 to {MAX_WAIT:.0f} seconds")
@@ -81,7 +89,8 @@ class Options:
             raise ValueError(f"max_response_bytes must be 1 to {MAX_RESPONSE_BYTES}")
         return cls(namespace, frozenset(m.upper() for m in methods),
                    None if paths is None else tuple(paths), required, seconds, lease,
-                   max_response_bytes, retry_server_errors, canonical_json, docs_url)
+                   max_response_bytes, retry_server_errors, canonical_json, docs_url,
+                   session_cookie)
 
     def covers(self, method: str, path: str) -> bool:
         """Whether a request is under the middleware: its method, and a path prefix."""
@@ -129,6 +138,33 @@ def parse_key(header: str) -> str | None:
     return value if 1 <= len(value) <= MAX_KEY_CHARS else None
 
 
+def cookie_value(cookies: Iterable[bytes], name: str) -> bytes | None:
+    """The value of the cookie `name` in Cookie header lines, as sent (not URL-decoded):
+    pairs split on `;`, spaces around each trimmed, the value after the first `=`; the first
+    occurrence wins. None when no line carries it."""
+    wanted = name.encode("latin-1")
+    for line in cookies:
+        for pair in line.split(b";"):
+            cookie, eq, value = pair.strip(b" \t").partition(b"=")
+            if eq and cookie == wanted:
+                return value
+    return None
+
+
+def default_client(authorization: Sequence[bytes], cookies: Iterable[bytes],
+                   session_cookie: str | None) -> str:
+    """The client of a request when the app gives no client function: `auth:` + SHA-256
+    (hex) of its Authorization lines (joined with ", "); else, with a session cookie named,
+    `cookie:` + SHA-256 of that cookie's value; else `anonymous` (one shared key space)."""
+    if authorization:
+        return "auth:" + hashlib.sha256(b", ".join(authorization)).hexdigest()
+    if session_cookie is not None:
+        value = cookie_value(cookies, session_cookie)
+        if value is not None:
+            return "cookie:" + hashlib.sha256(value).hexdigest()
+    return "anonymous"
+
+
 def claim_key(client: str, value: str) -> str:
     """The claim key: `<client or '-'> <key>` (client percent-encoded), or `sha256:<hex>`
     of it when over 512 bytes. Method and path are in the fingerprint instead."""
@@ -169,8 +205,13 @@ def fingerprint(method: str, path_qs: str, body: bytes, content_type: str | None
 
 
 def safe_headers(headers: Iterable[tuple[str, str]]) -> Headers:
-    """The headers a replay may carry (lowercase names)."""
-    return [(n.lower(), v) for n, v in headers if n.lower() not in UNSTORED]
+    """The headers a stored response keeps (lowercase names): none of UNSTORED, no
+    `proxy-*` and none that the response's Connection header names (hop-by-hop)."""
+    pairs = [(n.lower(), v) for n, v in headers]
+    named = {token.strip(" \t").lower() for n, v in pairs if n == "connection"
+             for token in v.split(",")}
+    return [(n, v) for n, v in pairs
+            if n not in UNSTORED and n not in named and not n.startswith("proxy-")]
 
 
 def _head(status: int, flags: int, headers: Sequence[tuple[str, str]]) -> bytes:

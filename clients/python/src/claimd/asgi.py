@@ -3,7 +3,11 @@ header on claimd, pure ASGI (no framework import).
 
     app = FastAPI()
     app.add_middleware(IdempotencyMiddleware, claims=lambda: AsyncClaims(target),
-                       namespace="orders-api", client_of=lambda scope: tenant_of(scope))
+                       namespace="orders-api")
+
+Each key is scoped by its client: `client_of(scope)` when given (the authenticated user,
+never a header the caller sets), else a digest of the request's Authorization header, else
+of the `session_cookie` named, else `anonymous` (`claimd._http.default_client`).
 
 A covered request (POST and PATCH by default, the methods HTTP does not make idempotent;
 `paths` prefixes) needs the header. The first request with a key runs the app, whose whole response is captured,
@@ -39,8 +43,9 @@ class IdempotencyMiddleware:
     """The Idempotency-Key middleware (module docstring; the rules in the README).
 
     `claims`: an `AsyncClaims`, or a function making one (called once, on the first
-    request, inside the server's loop). `client_of(scope)`: the tenant or API user
-    (default: everyone is one anonymous client; a multi-tenant API must set it).
+    request, inside the server's loop). `client_of(scope)`: the authenticated user or
+    tenant the key belongs to (default: `auth:` + SHA-256 of the Authorization header,
+    else `cookie:` + SHA-256 of the `session_cookie` named, else `anonymous`).
     `methods`, `paths` (path prefixes; None: all): the covered routes. `required=False`
     lets a covered request without the header through. `wait`: how long a retry waits for
     the first request (default 10 s); then 409. `lease`: the running request's lease,
@@ -57,6 +62,7 @@ class IdempotencyMiddleware:
         namespace: str,
         *,
         client_of: Callable[[Scope], str] | None = None,
+        session_cookie: str | None = None,
         methods: Iterable[str] = _http.DEFAULT_METHODS,
         paths: Iterable[str] | None = None,
         required: bool = True,
@@ -70,10 +76,16 @@ class IdempotencyMiddleware:
         self.app = app
         self.options = _http.Options.make(
             namespace, methods, paths, required, wait, lease, max_response_bytes,
-            retry_server_errors, canonical_json, docs_url)
+            retry_server_errors, canonical_json, docs_url, session_cookie)
         self._claims = claims
         self._client: AsyncClaims | None = claims if isinstance(claims, AsyncClaims) else None
-        self._client_of = client_of or (lambda scope: "")
+        self._client_of = client_of or self._default_client
+
+    def _default_client(self, scope: Scope) -> str:
+        headers = scope["headers"]
+        return _http.default_client(
+            [v for n, v in headers if n.lower() == b"authorization"],
+            [v for n, v in headers if n.lower() == b"cookie"], self.options.session_cookie)
 
     def _claims_client(self) -> AsyncClaims:
         if self._client is None:
@@ -146,17 +158,21 @@ class IdempotencyMiddleware:
         if not done.is_set():
             await _give_back(lease, RuntimeError("no response"))
             raise RuntimeError("the ASGI app returned without a complete response")
-        options = self.options
-        try:
-            if _http.settle_as_retry(options, captured.status):
-                await lease.retry(f"HTTP {captured.status}")
-            else:
-                await lease.complete(_http.encode(
-                    captured.status, _http.safe_headers(captured.headers), captured.body,
-                    options.max_response_bytes))
-        except ClaimdError:
-            pass  # the handler ran: its client gets its answer all the same
+        await _settle(lease, self.options, captured)
         return captured
+
+
+async def _settle(lease: AsyncLease, options: _http.Options, captured: _http.Response) -> None:
+    """Completes `lease` with the captured response (Retry for a 5xx when asked to)."""
+    try:
+        if _http.settle_as_retry(options, captured.status):
+            await lease.retry(f"HTTP {captured.status}")
+        else:
+            await lease.complete(_http.encode(
+                captured.status, _http.safe_headers(captured.headers), captured.body,
+                options.max_response_bytes))
+    except ClaimdError:
+        pass  # the handler ran: its client gets its answer all the same
 
 
 async def _give_back(lease: AsyncLease, error: BaseException) -> None:

@@ -4,7 +4,9 @@ claimd, pure WSGI (no framework import).
     app.wsgi_app = IdempotencyMiddleware(app.wsgi_app, claims=Claims(target),
                                          namespace="orders-api")
 
-The behaviour of `claimd.asgi.IdempotencyMiddleware`, on a blocking `Claims`: the first
+The behaviour of `claimd.asgi.IdempotencyMiddleware` (its options, and its default scope:
+the Authorization header's digest, else the named session cookie's, else `anonymous`), on
+a blocking `Claims`: the first
 request with a key runs the app, whose whole response is captured, stored with Complete
 (every status) and sent; retries get it replayed with `Idempotent-Replayed: true`. The app
 raising before its response gives the key back with Retry and the exception propagates.
@@ -34,7 +36,9 @@ WSGIApp = Callable[[Environ, StartResponse], Iterable[bytes]]
 
 class IdempotencyMiddleware:
     """The Idempotency-Key middleware; the options of `claimd.asgi.IdempotencyMiddleware`,
-    with `claims` a `Claims` and `client_of(environ)`."""
+    with `claims` a `Claims` and `client_of(environ)`. The default scope reads
+    `HTTP_AUTHORIZATION`: a server that hides it from the app (Apache mod_wsgi without
+    `WSGIPassAuthorization On`) makes every such request `anonymous`."""
 
     def __init__(
         self,
@@ -43,6 +47,7 @@ class IdempotencyMiddleware:
         namespace: str,
         *,
         client_of: Callable[[Environ], str] | None = None,
+        session_cookie: str | None = None,
         methods: Iterable[str] = _http.DEFAULT_METHODS,
         paths: Iterable[str] | None = None,
         required: bool = True,
@@ -59,8 +64,11 @@ class IdempotencyMiddleware:
         self.claims = claims
         self.options = _http.Options.make(
             namespace, methods, paths, required, wait, lease, max_response_bytes,
-            retry_server_errors, canonical_json, docs_url)
-        self._client_of = client_of or (lambda environ: "")
+            retry_server_errors, canonical_json, docs_url, session_cookie)
+        self._client_of = client_of or self._default_client
+
+    def _default_client(self, environ: Environ) -> str:
+        return environ_client(environ, self.options.session_cookie)
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         options = self.options
@@ -79,11 +87,8 @@ class IdempotencyMiddleware:
         body = _read_body(environ)
         environ["wsgi.input"] = io.BytesIO(body)
         environ["CONTENT_LENGTH"] = str(len(body))
-        path_qs = quote(path, safe="/:@!$&'()*+,;=-._~%", encoding="latin-1")
-        if environ.get("QUERY_STRING"):
-            path_qs += "?" + environ["QUERY_STRING"]
-        fingerprint = _http.fingerprint(method, path_qs, body, environ.get("CONTENT_TYPE"),
-                                        options.canonical_json)
+        fingerprint = _http.fingerprint(method, path_qs(environ), body,
+                                        environ.get("CONTENT_TYPE"), options.canonical_json)
         key = _http.claim_key(self._client_of(environ), value)
         try:
             result = self.claims.claim(options.namespace, key, fingerprint,
@@ -121,25 +126,47 @@ class IdempotencyMiddleware:
             if not captured.status:
                 raise RuntimeError("the WSGI app returned without calling start_response")
         except BaseException as error:
-            _give_back(lease, error)
+            give_back(lease, error)
             raise
         finally:
             reset_lease(token)
         captured.body = b"".join(chunks)
-        options = self.options
-        try:
-            if _http.settle_as_retry(options, captured.status):
-                lease.retry(f"HTTP {captured.status}")
-            else:
-                lease.complete(_http.encode(
-                    captured.status, _http.safe_headers(captured.headers), captured.body,
-                    options.max_response_bytes))
-        except ClaimdError:
-            pass  # the handler ran: its client gets its answer all the same
+        settle(lease, self.options, captured)
         return captured
 
 
-def _give_back(lease: Lease, error: BaseException) -> None:
+def settle(lease: Lease, options: _http.Options, captured: _http.Response) -> None:
+    """Completes `lease` with the captured response (Retry for a 5xx when asked to)."""
+    try:
+        if _http.settle_as_retry(options, captured.status):
+            lease.retry(f"HTTP {captured.status}")
+        else:
+            lease.complete(_http.encode(
+                captured.status, _http.safe_headers(captured.headers), captured.body,
+                options.max_response_bytes))
+    except ClaimdError:
+        pass  # the handler ran: its client gets its answer all the same
+
+
+def path_qs(environ: Environ) -> str:
+    """The request's path (percent-encoded as sent) and query, for the fingerprint."""
+    path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
+    quoted = quote(path, safe="/:@!$&'()*+,;=-._~%", encoding="latin-1")
+    query = environ.get("QUERY_STRING")
+    return f"{quoted}?{query}" if query else quoted
+
+
+def environ_client(environ: Environ, session_cookie: str | None) -> str:
+    """The default scope of a WSGI request (`claimd._http.default_client`): PEP 3333's
+    strings are the bytes as received, decoded as latin-1."""
+    authorization = environ.get("HTTP_AUTHORIZATION")
+    cookie = environ.get("HTTP_COOKIE")
+    return _http.default_client(
+        [] if authorization is None else [authorization.encode("latin-1", "replace")],
+        [] if cookie is None else [cookie.encode("latin-1", "replace")], session_cookie)
+
+
+def give_back(lease: Lease, error: BaseException) -> None:
     """Retry for an Exception (its type name only); only stop heartbeats for the rest."""
     if lease.settled:
         return
