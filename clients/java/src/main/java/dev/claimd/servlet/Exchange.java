@@ -176,7 +176,8 @@ final class Exchange {
     }
     boolean notStored = record.body == null;
     Map<String, List<String>> values = new LinkedHashMap<>();
-    for (Map.Entry<String, String> h : record.headers) {
+    // A record written elsewhere (another package, an older version) replays none of them.
+    for (Map.Entry<String, String> h : record.replayableHeaders()) {
       if (notStored && BODY_HEADERS.contains(h.getKey())) {
         continue;
       }
@@ -222,13 +223,17 @@ final class Exchange {
     return before;
   }
 
-  /** Content-Type and the headers the handler set or changed, none of UNSTORED. */
+  /**
+   * Content-Type and the headers the handler set or changed, none of UNSTORED and none that the
+   * response's Connection header names (hop-by-hop).
+   */
   private List<Map.Entry<String, String>> storedHeaders(Map<String, String> before) {
     List<Map.Entry<String, String>> headers = new ArrayList<>();
+    Set<String> hopByHop = StoredResponse.connectionTokens(res.getHeaders("Connection"));
     Set<String> seen = new java.util.HashSet<>();
     for (String original : res.getHeaderNames()) {
       String name = original.toLowerCase(Locale.ROOT);
-      if (StoredResponse.UNSTORED.contains(name) || !seen.add(name)) {
+      if (StoredResponse.unstored(name) || hopByHop.contains(name) || !seen.add(name)) {
         continue;
       }
       List<String> list = new ArrayList<>(res.getHeaders(original));

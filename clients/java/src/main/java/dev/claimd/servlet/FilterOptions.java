@@ -33,6 +33,25 @@ final class FilterOptions {
     }
   }
 
+  /**
+   * Throws {@link IllegalArgumentException} when clientOf was given as null, or the session
+   * cookie is not a cookie name or comes with a clientOf.
+   */
+  static void checkScope(boolean nullClientOf, String sessionCookie, boolean clientOfGiven) {
+    if (nullClientOf) {
+      throw new IllegalArgumentException("clientOf: a function");
+    }
+    if (sessionCookie != null) {
+      if (!DefaultScope.isCookieName(sessionCookie)) {
+        throw new IllegalArgumentException("sessionCookie must be a cookie name (an RFC 6265 token)");
+      }
+      if (clientOfGiven) {
+        throw new IllegalArgumentException("sessionCookie must not come with clientOf (which "
+            + "derives the client itself: DefaultScope.clientOf(req, cookie) is the default)");
+      }
+    }
+  }
+
   private static void between(String option, Duration d, Duration min, Duration max,
       String range) {
     if (d == null || d.compareTo(min) < 0 || d.compareTo(max) > 0) {

@@ -69,7 +69,8 @@ public final class IdempotencyFilter implements Filter {
     this.wait = b.wait;
     this.lease = b.lease;
     this.retryAfter = b.retryAfter;
-    this.clientOf = b.clientOf;
+    String cookie = b.sessionCookie;
+    this.clientOf = b.clientOfGiven ? b.clientOf : req -> DefaultScope.clientOf(req, cookie);
     this.maxResponseBytes = b.maxResponseBytes;
     this.maxBodyBytes = b.maxBodyBytes;
     this.retryServerErrors = b.retryServerErrors;
@@ -127,7 +128,9 @@ public final class IdempotencyFilter implements Filter {
     private Duration wait = Duration.ofSeconds(10);
     private Duration lease = Duration.ofSeconds(30);
     private Duration retryAfter = Duration.ofSeconds(1);
-    private Function<HttpServletRequest, String> clientOf = req -> "";
+    private Function<HttpServletRequest, String> clientOf;
+    private boolean clientOfGiven;
+    private String sessionCookie;
     private int maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES;
     private int maxBodyBytes = DEFAULT_MAX_BODY_BYTES;
     private boolean retryServerErrors;
@@ -198,13 +201,32 @@ public final class IdempotencyFilter implements Filter {
     }
 
     /**
-     * Who sent the request (the tenant or user; "" for anonymous): keys are per client.
+     * Who sent the request: keys are per client. Return the authenticated identity (the
+     * principal's name, a verified token's subject), never a header the caller chooses;
+     * {@code ""} is claimed as {@code -}. Without it the client is {@link DefaultScope}'s: a
+     * digest of the Authorization header, else of the {@link #sessionCookie session cookie},
+     * else {@code anonymous}.
      *
      * @param clientOf the request's client
      * @return this builder
      */
     public Builder clientOf(Function<HttpServletRequest, String> clientOf) {
       this.clientOf = clientOf;
+      this.clientOfGiven = true;
+      return this;
+    }
+
+    /**
+     * The session cookie that scopes a request without an Authorization header when there is
+     * no {@link #clientOf}: its value's SHA-256 is the client ({@code cookie:<hex>}). Checked
+     * by {@link #build()}: an RFC 6265 cookie name, and not together with {@code clientOf}
+     * (which derives the client itself).
+     *
+     * @param name the cookie's name, e.g. {@code "JSESSIONID"}
+     * @return this builder
+     */
+    public Builder sessionCookie(String name) {
+      this.sessionCookie = name;
       return this;
     }
 
@@ -291,9 +313,9 @@ public final class IdempotencyFilter implements Filter {
      */
     public IdempotencyFilter build() {
       FilterOptions.check(namespace, lease, retryAfter, wait, maxResponseBytes, maxBodyBytes);
-      if (clientOf == null || methods == null) {
-        throw new IllegalArgumentException(clientOf == null ? "clientOf: a function"
-            : "methods: HTTP methods");
+      FilterOptions.checkScope(clientOfGiven && clientOf == null, sessionCookie, clientOfGiven);
+      if (methods == null) {
+        throw new IllegalArgumentException("methods: HTTP methods");
       }
       return new IdempotencyFilter(this);
     }

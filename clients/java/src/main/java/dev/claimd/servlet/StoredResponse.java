@@ -19,10 +19,37 @@ final class StoredResponse {
   static final int BODY_NOT_STORED = 1;
   /** The response header that marks a replayed response. */
   static final String REPLAYED = "Idempotent-Replayed";
-  /** Response headers never stored: hop-by-hop, recomputed, or credentials. */
-  static final Set<String> UNSTORED = Set.of("connection", "keep-alive", "proxy-authenticate",
-      "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
-      "content-length", "date", "set-cookie", "idempotent-replayed");
+  /**
+   * Response headers never stored (besides every {@code proxy-*} one, see {@link #unstored}):
+   * hop-by-hop, recomputed, or credentials.
+   */
+  static final Set<String> UNSTORED = Set.of("connection", "keep-alive", "te", "trailer",
+      "transfer-encoding", "upgrade", "content-length", "date", "set-cookie",
+      "idempotent-replayed");
+
+  /** Whether a lowercase header name is never stored nor replayed. */
+  static boolean unstored(String name) {
+    return UNSTORED.contains(name) || name.startsWith("proxy-");
+  }
+
+  /**
+   * The lowercase header names a Connection header's values list (RFC 9110 §7.6.1): hop-by-hop
+   * headers of that response, never stored.
+   */
+  static Set<String> connectionTokens(java.util.Collection<String> connection) {
+    Set<String> names = new java.util.HashSet<>();
+    if (connection != null) {
+      for (String value : connection) {
+        for (String token : value.split(",", -1)) {
+          String name = token.strip().toLowerCase(Locale.ROOT);
+          if (!name.isEmpty()) {
+            names.add(name);
+          }
+        }
+      }
+    }
+    return names;
+  }
 
   final int status;
   final List<Map.Entry<String, String>> headers;
@@ -36,6 +63,28 @@ final class StoredResponse {
     this.headers = headers;
     this.body = body;
     this.bytes = body == null ? bytes : body.length;
+  }
+
+  /**
+   * The headers to replay: all but UNSTORED ones and those a stored Connection header names
+   * (this package never stores them; a record written elsewhere might).
+   */
+  List<Map.Entry<String, String>> replayableHeaders() {
+    List<String> connection = new ArrayList<>();
+    for (Map.Entry<String, String> h : headers) {
+      if (h.getKey().equalsIgnoreCase("connection")) {
+        connection.add(h.getValue());
+      }
+    }
+    Set<String> hopByHop = connectionTokens(connection);
+    List<Map.Entry<String, String>> kept = new ArrayList<>();
+    for (Map.Entry<String, String> h : headers) {
+      String name = h.getKey().toLowerCase(Locale.ROOT);
+      if (!unstored(name) && !hopByHop.contains(name)) {
+        kept.add(h);
+      }
+    }
+    return kept;
   }
 
   /** The IDK2 encoding. */

@@ -24,7 +24,8 @@ class FilterDecisionsTest {
   private static Lease claimAsTheFilter(Claims claims, String key) {
     byte[] fingerprint = RequestIdentity.fingerprint("POST", "/orders",
         "{}".getBytes(StandardCharsets.UTF_8), "application/json", true);
-    var result = claims.claim(NS, RequestIdentity.claimKey("", key), fingerprint);
+    var result = claims.claim(NS, RequestIdentity.claimKey(DefaultScope.ANONYMOUS, key),
+        fingerprint);
     assertEquals(Decision.CLAIMED, result.decision());
     return result.lease().orElseThrow();
   }

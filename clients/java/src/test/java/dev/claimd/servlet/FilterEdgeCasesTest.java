@@ -65,7 +65,7 @@ class FilterEdgeCasesTest {
       HttpResponse<String> first = app.post("/orders", key, "{\"qty\":1}");
       // The asynchronous handler answers the client itself; nothing is stored for the key.
       assertTrue(first.headers().firstValue(IdempotencyFilter.REPLAYED).isEmpty());
-      dev.claimd.v1.Receipt receipt = claims.get(NS, RequestIdentity.claimKey("", key));
+      dev.claimd.v1.Receipt receipt = claims.get(NS, RequestIdentity.claimKey(DefaultScope.ANONYMOUS, key));
       assertEquals(State.STATE_RETRY_WAIT, receipt.getState());
       assertEquals("asynchronous handler", receipt.getLastError());
       assertTrue(receipt.getResponse().isEmpty());
@@ -90,7 +90,7 @@ class FilterEdgeCasesTest {
       assertEquals(201, first.statusCode());
       assertEquals("{\"id\":7}", first.body());
       assertEquals(State.STATE_COMPLETED,
-          claims.get(NS, RequestIdentity.claimKey("", key)).getState());
+          claims.get(NS, RequestIdentity.claimKey(DefaultScope.ANONYMOUS, key)).getState());
       HttpResponse<String> again = app.post("/orders", key, "{\"qty\":1}");
       assertEquals(201, again.statusCode());
       assertEquals("{\"id\":7}", again.body());

@@ -123,7 +123,7 @@ class FilterRefusalsTest {
         App app = new App(IdempotencyFilter.builder(claims, NS).build(), failsOnce)) {
       String key = key();
       assertEquals(500, app.post("/orders", key, "{}").statusCode());
-      dev.claimd.v1.Receipt given = claims.get(NS, "- " + key);
+      dev.claimd.v1.Receipt given = claims.get(NS, "anonymous " + key);
       assertEquals(dev.claimd.v1.State.STATE_RETRY_WAIT, given.getState());
       assertEquals("IllegalStateException", given.getLastError());
       HttpResponse<String> next = app.post("/orders", key, "{}");
