@@ -55,6 +55,16 @@ pub(crate) async fn under<F: Future<Output = ()>>(
     settle: Duration,
     fault: F,
 ) -> checker::Verdict {
+    recorded(load, addrs, settle, fault).await.1
+}
+
+/// [`under`], with the history the verdict was reached on.
+pub(crate) async fn recorded<F: Future<Output = ()>>(
+    load: workload::Workload,
+    addrs: &[SocketAddr],
+    settle: Duration,
+    fault: F,
+) -> (Vec<crate::history::Op>, checker::Verdict) {
     let stop = Arc::new(AtomicBool::new(false));
     let running = {
         let (addrs, stop) = (addrs.to_vec(), stop.clone());
@@ -80,7 +90,7 @@ pub(crate) async fn under<F: Future<Output = ()>>(
         verdict.claimed > 20,
         "too little load to judge: {verdict:?}"
     );
-    verdict
+    (history, verdict)
 }
 
 /// Runs `f` on the cluster in a blocking task (it waits for processes) and hands it back.

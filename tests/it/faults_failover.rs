@@ -19,11 +19,11 @@ use sqlx::{Connection, PgConnection};
 use std::time::{Duration, Instant};
 
 /// The standby's `application_name`, which `synchronous_standby_names` names.
-const STANDBY: &str = "claimd_standby";
+pub(crate) const STANDBY: &str = "claimd_standby";
 
 /// A primary started with `settings` and a standby of it whose WAL receiver reaches the
 /// primary through `replication` (a proxy in front of the primary).
-async fn pair(settings: &'static [&'static str]) -> (PrivateCluster, PrivateCluster, Proxy) {
+pub(crate) async fn pair(settings: &'static [&'static str]) -> (PrivateCluster, PrivateCluster, Proxy) {
     let primary = tokio::task::spawn_blocking(|| PrivateCluster::start_on_tcp(settings))
         .await
         .expect("the primary starts");
@@ -70,7 +70,7 @@ async fn caught_up(primary: &PrivateCluster, standby: &PrivateCluster) {
 }
 
 /// How the primary replicates to the standby (`pg_stat_replication.sync_state`).
-async fn sync_state(primary: &PrivateCluster) -> Option<String> {
+pub(crate) async fn sync_state(primary: &PrivateCluster) -> Option<String> {
     let mut p = PgConnection::connect(&primary.url("postgres"))
         .await
         .expect("the primary answers");

@@ -89,6 +89,8 @@ pub struct Op {
     /// The deadline the call told claimd (`grpc-timeout`), measured from `start`; `None`
     /// when it told none (a client-side timeout alone leaves claimd free to finish later).
     pub deadline: Option<Duration>,
+    /// The lease a Claim or a Heartbeat asked for.
+    pub lease: Option<Duration>,
     pub outcome: Outcome,
     /// When the call was sent and when its answer (or failure) came back.
     pub start: Instant,

@@ -1,7 +1,9 @@
-//! **A lease ends after the answer that grants it arrives** (docs/DESIGN.md §3.8): every
-//! lease a write sets runs from when the row was had (§5.9), so a CLAIMED answer (or an
-//! accepted Heartbeat) never reaches its caller with its lease already over — or the next
-//! delivery is CLAIMED at once and two callers do the work.
+//! **A lease outlasts the answer that grants it, by a quarter of it** (docs/DESIGN.md §3.8,
+//! §4.1): every lease a write sets runs from when the row was had (§5.9), and a CLAIMED
+//! answer (or an accepted Heartbeat) reaches its caller with at least a quarter of the
+//! lease it asked for left — never with its lease already over (the next delivery would be
+//! CLAIMED at once and two callers do the work), nor so nearly over that the holder cannot
+//! use it (a commit that waited for a synchronous standby, issue 46).
 //!
 //! Both ends are on one clock: the lease end is the store's (PostgreSQL's `now()` or, on
 //! SQLite, claimd's wall clock, both this machine's), and the answer's arrival is this
@@ -19,7 +21,10 @@ use std::time::Duration;
 /// lock wait of a few seconds is reported for the wait.
 pub const LEASE_MARGIN: Duration = Duration::from_millis(250);
 
-/// The rule, for one key's calls.
+/// The rule, for one key's calls: a CLAIMED answer or an accepted Heartbeat arrives with at
+/// least a quarter of the lease it asked for left (§4.1), less [`LEASE_MARGIN`]; one whose
+/// lease had ended is named as such. An op that recorded no lease (a hand-made history)
+/// is held only to the lease's end.
 pub(super) fn leases_outlast_answers(key: &str, ops: &[&Op], v: &mut Vec<String>) {
     let margin = i64::try_from(LEASE_MARGIN.as_micros()).unwrap_or(i64::MAX);
     for op in ops {
@@ -38,14 +43,25 @@ pub(super) fn leases_outlast_answers(key: &str, ops: &[&Op], v: &mut Vec<String>
             (Call::Heartbeat, _) => "Heartbeat",
             _ => continue,
         };
-        let over = op.answered_at - end;
-        if over > margin {
+        let took = op.end.duration_since(op.start).as_millis();
+        let left = end - op.answered_at;
+        let quarter = op.lease.unwrap_or(Duration::ZERO) / 4;
+        let quarter = i64::try_from(quarter.as_micros()).unwrap_or(i64::MAX);
+        if left < -margin {
             v.push(format!(
                 "a lease outlasts its answer: {key} {what} attempt {attempt} arrived {} ms \
-                 after its lease ended (margin {} ms; the call took {} ms)",
-                over / 1000,
+                 after its lease ended (margin {} ms; the call took {took} ms)",
+                -left / 1000,
                 LEASE_MARGIN.as_millis(),
-                op.end.duration_since(op.start).as_millis()
+            ));
+        } else if left < quarter - margin {
+            v.push(format!(
+                "a lease arrives nearly over: {key} {what} attempt {attempt} arrived with {} ms \
+                 of its {} ms lease left, less than a quarter (margin {} ms; the call took \
+                 {took} ms)",
+                left / 1000,
+                op.lease.unwrap_or_default().as_millis(),
+                LEASE_MARGIN.as_millis(),
             ));
         }
     }

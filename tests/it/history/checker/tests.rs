@@ -56,6 +56,7 @@ impl H {
                 Vec::new()
             },
             deadline: deadline.map(Duration::from_millis),
+            lease: None,
             outcome,
             start,
             end: start + Duration::from_millis(took),

@@ -79,6 +79,7 @@ impl Caller {
             Call::Complete => format!("{key}@{t}").into_bytes(),
             _ => Vec::new(),
         };
+        let lease = between(self.lease);
         let (start, sent_at) = (Instant::now(), store_now(self.offset));
         let mut c = self.client.clone();
         let receipt =
@@ -89,7 +90,7 @@ impl Caller {
                     namespace: ns,
                     key: k,
                     fingerprint: key.as_bytes().to_vec(),
-                    lease_ttl: duration(between(self.lease)),
+                    lease_ttl: duration(lease),
                     wait: self.wait.and_then(duration),
                     ..Default::default()
                 });
@@ -117,7 +118,7 @@ impl Caller {
                     namespace: ns,
                     key: k,
                     claim_token: t,
-                    lease_ttl: duration(between(self.lease)),
+                    lease_ttl: duration(lease),
                     checkpoint: None,
                 });
                 (
@@ -189,6 +190,7 @@ impl Caller {
             token: token.map(str::to_owned),
             sent_response,
             deadline,
+            lease: matches!(call, Call::Claim | Call::Heartbeat).then_some(lease),
             outcome: outcome.clone(),
             start,
             end: Instant::now(),
