@@ -10,7 +10,7 @@ use crate::body_limit::BodyRefused;
 use crate::deadline::DeadlinePassed;
 use crate::domain::ActionError;
 use crate::drain::ShuttingDown;
-use crate::store::StoreError;
+use crate::store::{LeaseCall, StoreError};
 use crate::telemetry;
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
@@ -84,7 +84,24 @@ impl From<StoreError> for Status {
             StoreError::DeadlinePassed => Status::from(DeadlinePassed),
             StoreError::Contended => {
                 telemetry::store_error(&e);
-                Status::unavailable("too much contention on this key; retry later")
+                Status::unavailable(
+                    "too much contention on this key; nothing was written; retry later",
+                )
+            }
+            StoreError::LateLease(call) => {
+                telemetry::store_error(&e);
+                Status::unavailable(match call {
+                    LeaseCall::Claim => {
+                        "this Claim's write committed too late to leave a usable lease: its \
+                         attempt may have been granted (the receipt reads IN_FLIGHT until that \
+                         lease ends); retry later"
+                    }
+                    LeaseCall::Heartbeat => {
+                        "this Heartbeat's write committed too late to leave a usable lease: \
+                         the lease may have been extended and the checkpoint replaced; \
+                         heartbeat again"
+                    }
+                })
             }
             StoreError::Sealed(ref reason) => {
                 telemetry::store_error(&e);
@@ -308,6 +325,8 @@ mod tests {
             StoreError::Storage(sqlx::Error::PoolTimedOut),
             StoreError::Database(sqlx::Error::PoolClosed),
             StoreError::Contended,
+            StoreError::LateLease(LeaseCall::Claim),
+            StoreError::LateLease(LeaseCall::Heartbeat),
             StoreError::Unsure(Some(2)),
             StoreError::Corrupt("x".into()),
             StoreError::Open("x".into()),

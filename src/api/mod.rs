@@ -126,17 +126,19 @@ impl ClaimsApi {
         let policy = &self.policies.for_namespace(&id.namespace);
         let action = action(policy)?;
         tracing::debug!(claim.action = action.name(), "act");
+        let began = tokio::time::Instant::now();
         let receipt = self.store.act(&tenant, &id, token, &action, policy).await?;
-        // A Heartbeat's new lease starts inside its write (after any lock it waited for):
-        // if less than a quarter of that lease is left now, on the store's clock, it may end
-        // before the answer arrives, and OK would tell the holder it holds a lease that is
-        // over. Answered as a lost race (UNAVAILABLE: heartbeat again), as a slow Claim is
-        // (`wait::claim_live`).
-        if let (Action::Heartbeat { lease_ttl, .. }, Some(end)) =
-            (&action, receipt.lease_expires_at)
-            && end - self.store.clock_estimate() < *lease_ttl / 4
+        // A Heartbeat's new lease starts inside its write (after any lock it waited for, and
+        // before its commit waited): if the write took more than three quarters of the
+        // lease, on this process's clock, less than a quarter of it may be left when the
+        // answer leaves, and OK would tell the holder it holds a lease that is over
+        // (docs/DESIGN.md §4.1). UNAVAILABLE, saying the lease may have been extended.
+        if let Action::Heartbeat { lease_ttl, .. } = &action
+            && !wait::fresh(began, lease_ttl.to_std().unwrap_or_default())
         {
-            return Err(crate::store::StoreError::Contended.into());
+            return Err(
+                crate::store::StoreError::LateLease(crate::store::LeaseCall::Heartbeat).into(),
+            );
         }
         Ok(Some(convert::receipt(receipt)))
     }

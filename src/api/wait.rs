@@ -6,9 +6,9 @@
 //! connection and spawns no task, so a cancelled call leaves nothing behind. At most
 //! `--max-waiting-claims` wait at once; a drain answers them all at once.
 
-use crate::domain::{ClaimInput, ClaimOutcome, Decision, Policy};
+use crate::domain::{Action, ClaimInput, ClaimOutcome, Decision, Policy};
 use crate::drain::Drain;
-use crate::store::{Store, StoreError};
+use crate::store::{LeaseCall, Store, StoreError};
 use crate::telemetry::waits::{Ended, Waiting, woke};
 use std::pin::pin;
 use std::sync::Arc;
@@ -32,55 +32,61 @@ const FIRST_PAUSE: Duration = Duration::from_millis(10);
 /// The longest such pause.
 const LAST_PAUSE: Duration = Duration::from_secs(1);
 
-/// How many times a Claim whose lease ended before its answer was ready claims again.
+/// How many times a Claim whose lease ended before its answer was ready renews it.
 const FRESH_LEASES: usize = 3;
 
-/// `store.claim`, making sure a CLAIMED answer grants a lease that has not run out: when the
-/// commit took most of the lease (a commit that waited for a synchronous standby a new
-/// leader did not have yet, issue 34; a batch behind another transaction's row lock), the
-/// same call claims again before it answers — its own token, so the same attempt gets a
-/// fresh lease (docs/DESIGN.md §2, own-token rule) — up to [`FRESH_LEASES`] times. A Claim
-/// whose lease may have run out all the same (every fresh claim was as slow, or the call's
-/// deadline came first), or that finds the receipt taken over meanwhile, or fails
-/// otherwise, is answered UNAVAILABLE, which does not deny that its attempt was written:
-/// the caller retries and finds the receipt IN_FLIGHT until that lease ends, then claims
-/// it. Never CLAIMED with a lease that may be over.
+/// Whether a lease of `ttl` set by a write that began at `began` still has more than a
+/// quarter left: on this process's monotonic clock, which no commit wait skews (the
+/// database's clock is read inside the statement, before its commit waited).
+pub(super) fn fresh(began: Instant, ttl: Duration) -> bool {
+    began.elapsed() < ttl * 3 / 4
+}
+
+/// `store.claim`, making sure a CLAIMED answer carries at least a quarter of its lease when
+/// it leaves claimd (docs/DESIGN.md §4.1): when the write took more than three quarters of
+/// the lease (a commit that waited for a synchronous standby a new leader did not have yet,
+/// issues 34 and 46; a batch behind another transaction's row lock), the same call renews
+/// the lease it was granted before it answers — a Heartbeat of its own token, which writes
+/// a fresh lease for the same attempt — up to [`FRESH_LEASES`] times, each measured from
+/// when its own write began. A Claim whose lease may still end too soon (every renewal was
+/// as slow, or the call's deadline came first), whose renewal failed, or whose receipt was
+/// taken over meanwhile is answered UNAVAILABLE saying its attempt may have been granted
+/// ([`StoreError::LateLease`]): the caller retries and finds the receipt IN_FLIGHT until
+/// that lease ends, then claims it. Never CLAIMED with a lease that may be over.
 async fn claim_live(
     store: &dyn Store,
     tenant: &str,
     input: &ClaimInput,
     policy: &Policy,
 ) -> Result<ClaimOutcome, StoreError> {
-    // The lease starts inside the write, after the call began: if the call took more than
-    // three quarters of the lease, less than a quarter of it may be left. Measured here, on
-    // this process's clock: the store's clock estimate is itself measured over the write's
-    // round trip, so a commit that waited skews it by as much.
     let ttl = input.lease_ttl.to_std().unwrap_or_default();
     let mut began = Instant::now();
     let mut outcome = store.claim(tenant, input, policy).await?;
+    let late = StoreError::LateLease(LeaseCall::Claim);
     for _ in 0..FRESH_LEASES {
-        if outcome.decision != Decision::Claimed || began.elapsed() < ttl * 3 / 4 {
+        if outcome.decision != Decision::Claimed || fresh(began, ttl) {
             return Ok(outcome);
         }
-        let again = Instant::now();
-        outcome = match store.claim(tenant, input, policy).await {
-            Ok(next) if next.decision == Decision::Claimed => next,
-            // Its lease ran out while it committed and another caller took the receipt
-            // over: the attempt it was granted is gone, and IN_FLIGHT would deny it was
-            // ever granted. It is answered as a lost race (UNAVAILABLE: retry).
-            Ok(_) => return Err(StoreError::Contended),
-            // No time left to claim again: what it holds is answered below.
-            Err(StoreError::DeadlinePassed) => break,
-            Err(e) => return Err(e),
+        let Some(token) = outcome.token() else {
+            return Ok(outcome);
         };
+        let renew = Action::Heartbeat {
+            lease_ttl: input.lease_ttl,
+            checkpoint: None,
+        };
+        let again = Instant::now();
+        match store.act(tenant, &input.id, token, &renew, policy).await {
+            Ok(receipt) => outcome.receipt = receipt,
+            // Out of time, taken over, or the database away: its attempt was granted all
+            // the same, with a lease that may end before the answer arrives.
+            Err(_) => return Err(late),
+        }
         began = again;
     }
-    if outcome.decision == Decision::Claimed && began.elapsed() >= ttl * 3 / 4 {
-        // Still most of a lease since its last write began: what is left of the lease may
-        // end before the answer arrives.
-        return Err(StoreError::Contended);
+    match outcome.decision == Decision::Claimed && !fresh(began, ttl) {
+        true => Err(late),
+        false => Ok(outcome),
     }
-    Ok(outcome)
 }
 
 /// The waiting Claims of one service.

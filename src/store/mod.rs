@@ -80,9 +80,16 @@ pub enum StoreError {
     /// attempt shows (docs/DESIGN.md §4.2.1).
     #[error("the database did not confirm whether the write committed")]
     Unsure(Option<u32>),
-    /// Claim lost the race to concurrent commits too many times in a row.
+    /// Claim lost the race to concurrent commits too many times in a row: nothing was
+    /// written.
     #[error("too much contention on one key; try again")]
     Contended,
+    /// The call's write committed, but so late that the lease it set may end before the
+    /// answer arrives (a commit that waited for a synchronous standby, say): a Claim's
+    /// attempt may have been granted, a Heartbeat's lease extended and its checkpoint
+    /// replaced (docs/DESIGN.md §2.7, §4.1). The caller retries.
+    #[error("the write committed too late to leave a usable lease")]
+    LateLease(LeaseCall),
     /// The embedded database cannot be opened, or another process serves it.
     #[error("{0}")]
     Open(String),
@@ -96,6 +103,15 @@ pub enum StoreError {
     /// DATA_LOSS, and never the plaintext.
     #[error("a sealed field failed authentication")]
     Sealed(#[from] crate::seal::SealError),
+}
+
+/// The call whose lease came too late ([`StoreError::LateLease`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseCall {
+    /// A Claim: its attempt may have been granted.
+    Claim,
+    /// A Heartbeat: its lease may have been extended, its checkpoint replaced.
+    Heartbeat,
 }
 
 /// Refuses to commit once the current call's deadline has passed ([`crate::deadline`]): the
@@ -325,6 +341,7 @@ impl StoreError {
             | StoreError::ReadOnly(_)
             | StoreError::Unsure(_) => "unavailable",
             StoreError::Contended => "contended",
+            StoreError::LateLease(_) => "late_lease",
             StoreError::DeadlinePassed => "deadline",
             StoreError::Sealed(_) => "sealed",
             StoreError::Corrupt(_) => "corrupt",

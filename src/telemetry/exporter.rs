@@ -64,8 +64,14 @@ pub const AUTH_THROTTLED: &str = "claimd_auth_throttled_total";
 
 /// The `kind` values ([`crate::store::StoreError::kind`]) of the failures [`STORE_ERRORS`]
 /// counts, registered at zero so rates exist from the start.
-pub const STORE_ERROR_KINDS: [&str; 5] =
-    ["unavailable", "database", "corrupt", "sealed", "contended"];
+pub const STORE_ERROR_KINDS: [&str; 6] = [
+    "unavailable",
+    "database",
+    "corrupt",
+    "sealed",
+    "contended",
+    "late_lease",
+];
 
 /// Upper bounds (seconds) of the latency histogram's buckets: 0.5 ms to 10 s.
 const BUCKETS: [f64; 14] = [

@@ -23,7 +23,9 @@ pub(crate) const STANDBY: &str = "claimd_standby";
 
 /// A primary started with `settings` and a standby of it whose WAL receiver reaches the
 /// primary through `replication` (a proxy in front of the primary).
-pub(crate) async fn pair(settings: &'static [&'static str]) -> (PrivateCluster, PrivateCluster, Proxy) {
+pub(crate) async fn pair(
+    settings: &'static [&'static str],
+) -> (PrivateCluster, PrivateCluster, Proxy) {
     let primary = tokio::task::spawn_blocking(|| PrivateCluster::start_on_tcp(settings))
         .await
         .expect("the primary starts");

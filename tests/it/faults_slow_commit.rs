@@ -17,7 +17,7 @@ use rand::Rng;
 use std::time::Duration;
 
 /// How many times the commits are held.
-const ROUNDS: usize = 7;
+const ROUNDS: usize = 8;
 
 /// Calls of `call` answered OK that took longer than `at_least`: the fault reached them.
 fn slow(history: &[Op], call: Call, at_least: Duration) -> usize {
@@ -29,8 +29,7 @@ fn slow(history: &[Op], call: Call, at_least: Duration) -> usize {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn postgres_commits_held_by_an_absent_synchronous_standby_never_answer_a_lease_nearly_over()
-{
+async fn postgres_commits_held_by_an_absent_synchronous_standby_never_answer_a_lease_nearly_over() {
     let settings: &'static [&'static str] = &["synchronous_standby_names=claimd_standby"];
     let (primary, _standby, replication) = pair(settings).await;
     let url = primary.create_database().await;
@@ -46,6 +45,7 @@ async fn postgres_commits_held_by_an_absent_synchronous_standby_never_answer_a_l
         lease_max: Some(Duration::from_millis(2500)),
         call_timeout: Duration::from_secs(6),
         work: Some(Duration::from_millis(300)),
+        beats: 50,
         ..Workload::default()
     };
     let (history, verdict) = recorded(load, &[addr], 2 * SECOND, async {
@@ -65,6 +65,9 @@ async fn postgres_commits_held_by_an_absent_synchronous_standby_never_answer_a_l
         slow(&history, Call::Heartbeat, half),
     );
     println!("answered after a held commit: {claims} Claims, {beats} Heartbeats");
-    assert!(claims > 0 && beats > 0, "no call met a held commit: {verdict:?}");
+    assert!(
+        claims > 0 && beats > 0,
+        "no call met a held commit: {verdict:?}"
+    );
     verdict.assert_valid();
 }

@@ -1,7 +1,8 @@
 //! A batch's two statements in PostgreSQL, each one round trip for every row of the batch:
-//! [`READ_MANY`] reads the rows with the store's clock, and one of `writes.rs`'s statements
-//! makes every compare-and-set write (`store::write`) at once, in one implicit transaction,
-//! so a batch costs one commit (one WAL flush) however many writes it holds.
+//! [`READ_MANY`] reads the rows with the store's clock (and the wall clock, for `gap.rs`),
+//! and one of `writes.rs`'s statements makes every compare-and-set write (`store::write`)
+//! at once, in one implicit transaction, so a batch costs one commit (one WAL flush)
+//! however many writes it holds.
 //!
 //! The reads come as arrays (`unnest`), the writes as one JSON array (`element.rs`), in
 //! primary-key order with each row's position in the batch, so the statements are prepared
@@ -26,7 +27,7 @@ use sqlx::Row as _;
 pub(super) const READ_MANY: &str = concat!(
     "SELECT i.idx, ",
     clock!("$6", "$5"),
-    " AS db_now, r.namespace IS NOT NULL AS found, ",
+    " AS db_now, clock_timestamp() AS db_wall, r.namespace IS NOT NULL AS found, ",
     columns!(),
     " FROM unnest($1::int4[], $2::text[], $3::text[], $4::text[]) AS i(idx, i_tenant, i_ns, i_key)
     LEFT JOIN LATERAL (SELECT * FROM receipts r
@@ -73,6 +74,10 @@ impl PgDriver {
             .fetch_all(&self.pool)
             .await
             .map_err(interpret)?;
+        // A read waits for no commit: its sample is close to the true gap (`gap.rs`).
+        if let Some(row) = rows.last() {
+            self.gap.observe(row.try_get("db_wall").map_err(interpret)?);
+        }
         rows.iter()
             .map(|row| {
                 let now: Timestamp = row.try_get("db_now").map_err(interpret)?;

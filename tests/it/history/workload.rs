@@ -61,6 +61,9 @@ pub struct Workload {
     /// it does next (as real holders do), so its calls meet the locks and stuck batches of
     /// a fault.
     pub work: Option<Duration>,
+    /// How often (in percent) a holder heartbeats before it settles, besides the usual
+    /// tenth of holders that do (a row about Heartbeats asks for more).
+    pub beats: u32,
     /// How often (in percent) a holder walks away with its token, to come back with it
     /// after its lease ran out.
     pub walk_away: u32,
@@ -89,6 +92,7 @@ impl Default for Workload {
             twin_settles: 0,
             work: None,
             walk_away: 14,
+            beats: 0,
             claim_wait: None,
             clock_offset: 0,
         }
@@ -173,6 +177,9 @@ pub async fn run(workload: &Workload, replicas: &[SocketAddr], stop: Arc<AtomicB
                     continue;
                 }
                 let t = Some(token.as_str());
+                if rand::rng().random_range(0..100) < w.beats {
+                    caller.call(&key, Call::Heartbeat, t).await;
+                }
                 if rand::rng().random_range(0..100) < w.twin_settles {
                     let again = match rand::rng().random_bool(0.5) {
                         true => Call::Retry,

@@ -75,7 +75,10 @@ fn a_claimed_answer_or_heartbeat_with_less_than_a_quarter_of_its_lease_left_is_c
     asked(&mut h, 20, 500, Call::Heartbeat, 1_200, 4_000);
     let found = h.rules(processing(1));
     assert_eq!(found.len(), 1, "{found:?}");
-    assert!(found[0].contains("Heartbeat attempt 1 arrived with 680 ms of its 4000 ms"), "{found:?}");
+    assert!(
+        found[0].contains("Heartbeat attempt 1 arrived with 680 ms of its 4000 ms"),
+        "{found:?}"
+    );
 }
 
 #[test]
