@@ -14,9 +14,10 @@
 //!   wheel and the test deps from the wheelhouse only (`--no-index`): nothing of the checkout is
 //!   importable there, and the suite checks that it runs against the installed wheel.
 //!
-//! The suite (`clients/python/tests`, with the `claimd.idempotent` decorator and the ASGI
-//! and WSGI Idempotency-Key middleware under FastAPI/uvicorn and Flask/waitress over real
-//! HTTP) runs whole against claimd on the embedded store and
+//! The suite (`clients/python/tests`, with the `claimd.idempotent` decorator and the
+//! Idempotency-Key handling over real HTTP: the ASGI middleware and the FastAPI dependency
+//! under uvicorn, the WSGI middleware under Flask/waitress, the Django middleware under
+//! waitress and Django's test client) runs whole against claimd on the embedded store and
 //! on PostgreSQL, and without its `slow` cases (lease timing: heartbeats, takeovers, due
 //! retries) with an API key (`Live::embedded_with_key`) and over mutual TLS (the test PKI
 //! of `common::certs`). Besides: the committed stubs against a fresh generation from
@@ -113,14 +114,16 @@ fn digest(files: &[PathBuf]) -> String {
 }
 
 /// What the suite needs besides the wheel: pytest, and the frameworks, servers and HTTP
-/// client of the middleware tests, and the OpenTelemetry API of the traces tests (each pinned
-/// in requirements-dev.txt).
+/// client of the middleware tests (Django too: the package's optional `django` extra, never
+/// a dependency of the wheel), and the OpenTelemetry API of the traces tests (each pinned in
+/// requirements-dev.txt).
 const TEST_DEPS: &[&str] = &[
     "pytest",
     "fastapi",
     "uvicorn",
     "flask",
     "waitress",
+    "django",
     "httpx",
     "opentelemetry-api",
 ];
@@ -364,8 +367,10 @@ const QUICK_CASES: &[&str] = &[
     "test_the_suite_runs_against_the_installed_wheel_not_the_checkout",
 ];
 
-/// The decorator and the Idempotency-Key middleware (FastAPI under uvicorn, Flask under
-/// waitress, each over real HTTP): every run passes them, on every claimd.
+/// The decorator and the Idempotency-Key handling over real HTTP: every run passes them, on
+/// every claimd. The HTTP cases run on each kind of mounting (`KINDS`): FastAPI with the ASGI
+/// middleware and with the dependency (uvicorn), Flask with the WSGI middleware and Django
+/// with its middleware (waitress); besides, Django's test client and the FastAPI mountings.
 const IDEMPOTENCY_CASES: &[&str] = &[
     "test_twenty_concurrent_calls_run_the_function_once_and_return_one_value",
     "test_a_duplicate_returns_the_stored_value_and_other_arguments_are_a_conflict",
@@ -378,31 +383,58 @@ const IDEMPOTENCY_CASES: &[&str] = &[
     "test_async_twenty_concurrent_calls_run_once_and_an_exception_retries",
     "test_async_claims_made_on_first_use_and_in_flight",
     "test_a_str_fingerprint_is_refused_naming_the_field",
-    "test_twenty_concurrent_retries_run_the_handler_once_and_all_get_one_response[asgi]",
-    "test_twenty_concurrent_retries_run_the_handler_once_and_all_get_one_response[wsgi]",
-    "test_a_5xx_response_is_stored_and_replayed_and_the_handler_not_run_again[asgi]",
-    "test_a_5xx_response_is_stored_and_replayed_and_the_handler_not_run_again[wsgi]",
-    "test_an_oversized_response_settles_the_key_and_the_handler_is_not_run_again[asgi]",
-    "test_an_oversized_response_settles_the_key_and_the_handler_is_not_run_again[wsgi]",
-    "test_another_body_with_the_same_key_is_422[asgi]",
-    "test_another_body_with_the_same_key_is_422[wsgi]",
-    "test_the_same_key_on_another_route_is_422[asgi]",
-    "test_the_same_key_on_another_route_is_422[wsgi]",
-    "test_canonical_json_bodies_are_one_request_not_a_conflict[asgi]",
-    "test_canonical_json_bodies_are_one_request_not_a_conflict[wsgi]",
     "test_bare_and_quoted_keys_are_accepted[asgi-dGVzdA==]",
+    "test_bare_and_quoted_keys_are_accepted[depends-order@123]",
     "test_bare_and_quoted_keys_are_accepted[wsgi-order@123]",
-    "test_a_missing_key_is_400_and_a_malformed_one_too[asgi]",
-    "test_a_missing_key_is_400_and_a_malformed_one_too[wsgi]",
-    "test_a_handler_that_raises_gives_the_key_back_and_its_error_is_only_the_type[asgi]",
-    "test_a_handler_that_raises_gives_the_key_back_and_its_error_is_only_the_type[wsgi]",
-    "test_claimd_down_is_503_with_retry_after_and_the_handler_not_run[asgi]",
-    "test_claimd_down_is_503_with_retry_after_and_the_handler_not_run[wsgi]",
-    "test_retry_server_errors_gives_a_5xx_back_instead_of_storing_it[asgi]",
-    "test_retry_server_errors_gives_a_5xx_back_instead_of_storing_it[wsgi]",
-    "test_a_request_still_running_after_the_wait_is_409_with_retry_after[asgi]",
-    "test_a_request_still_running_after_the_wait_is_409_with_retry_after[wsgi]",
+    "test_bare_and_quoted_keys_are_accepted[django-dGVzdA==]",
+    "test_a_replay_never_carries_headers_the_connection_header_names[asgi]",
+    "test_a_replay_never_carries_headers_the_connection_header_names[depends]",
+    "test_on_django_a_signed_in_user_is_one_scope_across_sessions",
+    "test_the_view_runs_once_and_its_response_is_replayed_without_its_cookies",
+    "test_a_missing_key_is_400_and_another_body_or_route_with_the_key_is_422",
+    "test_signed_in_users_are_scoped_by_their_id_not_their_session",
+    "test_a_view_that_raises_gives_the_key_back_with_only_its_type_name",
+    "test_client_of_may_be_a_dotted_path_in_the_setting",
+    "test_a_wrong_setting_fails_when_django_loads_the_middleware[None-missing]",
+    "test_on_a_route_of_another_class_the_dependency_is_refused_when_the_route_is_added",
+    "test_as_an_endpoint_parameter_the_dependency_is_refused_when_the_route_is_added",
+    "test_with_the_app_routers_route_class_an_http_exception_is_an_answer_replayed",
+    "test_a_route_of_the_class_without_the_dependency_is_untouched",
+    "test_an_authorization_header_scopes_the_key_by_its_digest",
+    "test_without_authorization_the_named_session_cookie_scopes_the_key_by_its_digest",
+    "test_with_neither_the_key_is_anonymous",
+    "test_set_cookie_hop_by_hop_and_connection_named_headers_are_never_stored",
 ];
+
+/// The kinds of mounting the HTTP cases run on (their pytest ids).
+const KINDS: &[&str] = &["asgi", "depends", "wsgi", "django"];
+
+/// The HTTP cases each kind of mounting passes: `<case>[<kind>]`.
+const PER_KIND_CASES: &[&str] = &[
+    "test_twenty_concurrent_retries_run_the_handler_once_and_all_get_one_response",
+    "test_a_5xx_response_is_stored_and_replayed_and_the_handler_not_run_again",
+    "test_an_oversized_response_settles_the_key_and_the_handler_is_not_run_again",
+    "test_another_body_with_the_same_key_is_422",
+    "test_the_same_key_on_another_route_is_422",
+    "test_canonical_json_bodies_are_one_request_not_a_conflict",
+    "test_a_missing_key_is_400_and_a_malformed_one_too",
+    "test_a_handler_that_raises_gives_the_key_back_and_its_error_is_only_the_type",
+    "test_claimd_down_is_503_with_retry_after_and_the_handler_not_run",
+    "test_retry_server_errors_gives_a_5xx_back_instead_of_storing_it",
+    "test_a_request_still_running_after_the_wait_is_409_with_retry_after",
+    "test_two_users_with_one_key_and_body_each_run_their_handler",
+    "test_two_session_cookies_with_one_key_and_body_each_run_their_handler",
+    "test_a_replay_never_carries_set_cookie",
+];
+
+/// Fails unless every `PER_KIND_CASES` case passed on every kind of mounting.
+fn assert_passed_on_every_kind(output: &str) {
+    for case in PER_KIND_CASES {
+        for kind in KINDS {
+            assert_passed(output, &[&format!("{case}[{kind}]")]);
+        }
+    }
+}
 
 /// Cases of the runs on both stores besides: the heartbeat keeping a 1 s lease past 3 s,
 /// takeovers reported through `lost`, a retry claimed again when due.
@@ -417,7 +449,9 @@ const SLOW_CASES: &[&str] = &[
     "test_an_async_holder_whose_loop_stalled_learns_of_the_takeover_through_lost",
     "test_a_holder_that_dies_mid_call_is_taken_over",
     "test_a_holder_that_dies_mid_request_is_taken_over_by_a_retry[asgi]",
+    "test_a_holder_that_dies_mid_request_is_taken_over_by_a_retry[depends]",
     "test_a_holder_that_dies_mid_request_is_taken_over_by_a_retry[wsgi]",
+    "test_a_holder_that_dies_mid_request_is_taken_over_by_a_retry[django]",
 ];
 
 /// The whole suite, the wheel installed into a fresh venv, against claimd on SQLite.
@@ -427,6 +461,7 @@ async fn the_installed_wheel_passes_its_suite_against_claimd_on_the_embedded_sto
     let output = suite(&live, Cases::All, vec![]).await;
     assert_passed(&output, QUICK_CASES);
     assert_passed(&output, IDEMPOTENCY_CASES);
+    assert_passed_on_every_kind(&output);
     assert_passed(&output, SLOW_CASES);
 }
 
@@ -437,6 +472,7 @@ async fn the_installed_wheel_passes_its_suite_against_claimd_on_postgresql() {
     let output = suite(&live, Cases::All, vec![]).await;
     assert_passed(&output, QUICK_CASES);
     assert_passed(&output, IDEMPOTENCY_CASES);
+    assert_passed_on_every_kind(&output);
     assert_passed(&output, SLOW_CASES);
 }
 
@@ -448,6 +484,7 @@ async fn the_installed_wheel_sends_its_api_key_and_passes_its_suite_against_a_cl
     let output = suite(&live, Cases::Quick, vec![("CLAIMD_API_KEY", key.into())]).await;
     assert_passed(&output, QUICK_CASES);
     assert_passed(&output, IDEMPOTENCY_CASES);
+    assert_passed_on_every_kind(&output);
     assert_passed(
         &output,
         &[
@@ -479,6 +516,7 @@ async fn the_installed_wheel_passes_its_suite_over_mutual_tls() {
     let output = suite(&live, Cases::Quick, env).await;
     assert_passed(&output, QUICK_CASES);
     assert_passed(&output, IDEMPOTENCY_CASES);
+    assert_passed_on_every_kind(&output);
     assert_passed(
         &output,
         &[
@@ -553,6 +591,8 @@ fn the_wheel_holds_the_typed_package_and_the_sdist_also_its_tests_and_tools() {
         "claimd/_aio.py",
         "claimd/asgi.py",
         "claimd/wsgi.py",
+        "claimd/fastapi.py",
+        "claimd/django.py",
         "claimd/_http.py",
         "claimd/_idempotent.py",
         "claimd/_fingerprint.py",
@@ -583,6 +623,10 @@ fn the_wheel_holds_the_typed_package_and_the_sdist_also_its_tests_and_tools() {
         "tests/test_sync.py",
         "tests/test_async.py",
         "tests/test_http.py",
+        "tests/test_http_scope.py",
+        "tests/test_fastapi.py",
+        "tests/test_django.py",
+        "tests/test_scope.py",
         "tests/test_idempotent.py",
     ] {
         let name = format!("{root}{expected}");
