@@ -12,8 +12,9 @@
 //!   the session's CSRF token; sessions live in this process's memory, bounded;
 //! - `routes`: the pages and forms, each checked for a session (and a POST for its CSRF
 //!   token and same-origin headers) before its body is read;
-//! - `actions`: what the forms do, through the same `ClaimService` calls (and so the same
-//!   store paths and fencing) a gRPC caller's would take, logged with the key id;
+//! - `actions`: what the forms do, logged with the key id: Redrive through the same
+//!   `ClaimService` call (and so the same store path) a gRPC caller's would take; Quarantine
+//!   of an orphan as one compare-and-set write on the receipt the page showed;
 //! - `views`: the HTML (maud, which escapes every value: a key or an error is text, never
 //!   markup), and the embedded stylesheet and script.
 
@@ -84,9 +85,14 @@ impl Console {
 /// The page for a call that failed: its gRPC status as the HTTP status a browser knows,
 /// with the status's message (which never holds a key, a token or a payload).
 fn failure(status: tonic::Status, session: &session::Session) -> routes::Answer {
+    views::message(console_status(&status), status.message(), Some(session))
+}
+
+/// A gRPC status (made by `api::error`'s one mapping) as the HTTP status a browser knows.
+fn console_status(status: &tonic::Status) -> http::StatusCode {
     use http::StatusCode;
     use tonic::Code;
-    let http = match status.code() {
+    match status.code() {
         Code::InvalidArgument | Code::OutOfRange => StatusCode::BAD_REQUEST,
         Code::NotFound => StatusCode::NOT_FOUND,
         Code::PermissionDenied | Code::Unauthenticated => StatusCode::FORBIDDEN,
@@ -94,8 +100,7 @@ fn failure(status: tonic::Status, session: &session::Session) -> routes::Answer 
         Code::ResourceExhausted => StatusCode::TOO_MANY_REQUESTS,
         Code::Unavailable | Code::DeadlineExceeded => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
-    };
-    views::message(http, status.message(), Some(session))
+    }
 }
 
 /// Serves `console` on `listener` until the task is aborted; over TLS with `tls`.

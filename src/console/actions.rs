@@ -1,26 +1,27 @@
-//! What the console's forms do, each through the `ClaimService` call a gRPC caller would
-//! make (so the same validation, store path and fencing), as the signed-in key's principal,
-//! and logged with the key's id:
+//! What the console's forms do, as the signed-in key's principal (its tenant, its
+//! namespaces), each logged with the key's id:
 //!
-//! - Redrive: the `Redrive` call;
-//! - Quarantine an orphan: a `Claim` with the receipt's own fingerprint (which takes it
-//!   over only if nobody holds a live lease: the Claim's fencing) and then `Quarantine` with
-//!   that Claim's token and the operator's reason; any other answer to the Claim changes
-//!   nothing and is shown;
+//! - Redrive: the `Redrive` call a gRPC caller would make (the same validation and store
+//!   path);
+//! - Quarantine an orphan: one write, the store's `quarantine_orphan` (a compare-and-set on
+//!   the receipt the page showed — its life, state, attempt and last change, which the form
+//!   carries back — that quarantines it with the operator's reason only while it is an
+//!   orphan at the store's now). No claim is taken: no attempt is spent, no lease is left
+//!   behind, and a missing receipt is never inserted. The page answers what happened: done,
+//!   refused with nothing changed (saying what differs), or the store's failure and whether
+//!   the receipt may have been quarantined all the same;
 //! - bulk Redrive: the namespace's dead letters, a page at a time, each by `Redrive`, at
 //!   most as many as the confirmation stated.
 
 use super::reads::named;
 use super::routes::{Answer, Fields, redirect};
 use super::session::Session;
-use super::{Console, failure, views};
-use crate::domain::State;
+use super::{Console, console_status, failure, views};
+use crate::domain::{Seen, State};
 use crate::pb::{self, claim_service_server::ClaimService};
-use crate::store::{DEFAULT_PAGE_BYTES, ListQuery};
+use crate::store::{DEFAULT_PAGE_BYTES, ListQuery, StoreError};
 use http::StatusCode;
 
-/// The lease the console's Claim takes before it quarantines (it settles at once).
-const QUARANTINE_LEASE_SECS: i64 = 30;
 /// The longest reason the console passes on (Quarantine's own limit is 64 KiB).
 const MAX_REASON: usize = 4096;
 
@@ -59,7 +60,26 @@ pub async fn redrive(console: &Console, session: &Session, form: &Fields) -> Ans
     }
 }
 
-/// `POST /receipt/quarantine`: an orphan becomes a dead letter with the operator's reason.
+/// What the receipt page's form says the operator saw (`views::receipt` writes it): the
+/// receipt's life (`created`), last change (`changed`, both in microseconds since the
+/// epoch), `state` and `attempt`.
+fn seen(form: &Fields) -> Option<Seen> {
+    let micros = |name: &str| {
+        let micros = form.get(name)?.parse::<i64>().ok()?;
+        chrono::DateTime::from_timestamp_micros(micros)
+    };
+    Some(Seen {
+        created_at: micros("created")?,
+        updated_at: micros("changed")?,
+        state: State::parse(form.get("state")?)?,
+        attempt: form.get("attempt")?.parse().ok()?,
+    })
+}
+
+/// `POST /receipt/quarantine`: the orphan the operator saw becomes a dead letter with the
+/// operator's reason, in one compare-and-set write — or nothing changes, and the page says
+/// why (it changed since, or is not an orphan now), or that the store failed and whether
+/// the receipt may have been quarantined all the same.
 pub async fn quarantine(console: &Console, session: &Session, form: &Fields) -> Answer {
     let id = match named(session, form) {
         Ok(id) => id,
@@ -70,51 +90,44 @@ pub async fn quarantine(console: &Console, session: &Session, form: &Fields) -> 
         let why = "reason: say why, in at most 4,096 bytes";
         return views::message(StatusCode::BAD_REQUEST, why, Some(session));
     }
+    let Some(seen) = seen(form) else {
+        let why = "The form does not say which receipt you saw: open its page again.";
+        return views::message(StatusCode::BAD_REQUEST, why, Some(session));
+    };
+    let store = console.api.store();
     let tenant = &session.principal.tenant;
-    let receipt = match console.api.store().get(tenant, &id).await {
-        Ok(Some(receipt)) => receipt,
-        Ok(None) => {
-            return views::message(StatusCode::NOT_FOUND, "No such receipt.", Some(session));
-        }
-        Err(e) => return failure(e.into(), session),
-    };
-    let claim = pb::ClaimRequest {
-        namespace: id.namespace.clone(),
-        key: id.key.clone(),
-        fingerprint: receipt.fingerprint.clone(),
-        lease_ttl: Some(prost_types::Duration {
-            seconds: QUARANTINE_LEASE_SECS,
-            nanos: 0,
-        }),
-        ..Default::default()
-    };
-    let claimed = match console.api.claim(call(session, claim)).await {
-        Ok(answer) => answer.into_inner(),
-        Err(status) => return failure(status, session),
-    };
-    if claimed.decision != pb::Decision::Claimed as i32 {
-        let decision =
-            pb::Decision::try_from(claimed.decision).map_or("unknown", |d| d.as_str_name());
-        let why = format!(
-            "Not quarantined: it is not an orphan now (a Claim was answered {decision}). \
-             Nothing changed."
-        );
-        return views::message(StatusCode::CONFLICT, &why, Some(session));
-    }
-    let request = pb::QuarantineRequest {
-        namespace: id.namespace.clone(),
-        key: id.key.clone(),
-        claim_token: claimed.claim_token,
-        error: reason.to_owned(),
-    };
-    match console.api.quarantine(call(session, request)).await {
-        Ok(_) => {
+    let (status, why) = match store.quarantine_orphan(tenant, &id, &seen, reason).await {
+        Ok(Ok(receipt)) => {
             tracing::info!(console.key_id = %session.key_id, namespace = %id.namespace,
-                "console: orphan quarantined");
-            back_to(&id.namespace, &id.key, "quarantined")
+                attempt = receipt.attempt, "console: orphan quarantined");
+            return back_to(&id.namespace, &id.key, "quarantined");
         }
-        Err(status) => failure(status, session),
-    }
+        Ok(Err(refused)) => (
+            StatusCode::CONFLICT,
+            format!("Not quarantined: {refused}. Nothing changed."),
+        ),
+        Err(StoreError::NotFound) => (
+            StatusCode::NOT_FOUND,
+            "Not quarantined: there is no such receipt now (pruned since you saw it?). \
+             Nothing changed."
+                .to_owned(),
+        ),
+        Err(e) => {
+            // A write whose answer was lost is `Unsure`; any other UNAVAILABLE wrote nothing.
+            let unsure = matches!(e, StoreError::Unsure(_));
+            let status = tonic::Status::from(e);
+            let message = status.message();
+            let why = if unsure {
+                format!("Perhaps quarantined: {message}. It may have been: its page tells.")
+            } else if status.code() == tonic::Code::Unavailable {
+                format!("Not quarantined: {message}. Nothing changed.")
+            } else {
+                format!("Quarantine failed: {message}. Its page tells whether it was.")
+            };
+            (console_status(&status), why)
+        }
+    };
+    views::not_quarantined(session, status, &why, &id)
 }
 
 /// `POST /dead-letters/redrive`: up to the confirmed count of the namespace's dead letters.

@@ -6,7 +6,7 @@
 
 mod receipts;
 
-pub use receipts::{Filter, Listed, receipt, receipts};
+pub use receipts::{Filter, Listed, not_quarantined, receipt, receipts};
 
 use super::routes::Answer;
 use super::session::Session;

@@ -1,11 +1,14 @@
 //! The pure rules of claimd: receipts, states, decisions, policies, backoff and the
 //! transition functions of docs/DESIGN.md §2. No I/O, no tonic, no sqlx: every store implements
-//! these rules (in SQL where speed matters) and the model-based tests use them as the oracle.
+//! these rules (in SQL where speed matters) and the model-based tests use them as the oracle:
+//! `decide_claim` (claim), `apply` (action: the holder's calls), `redrive` and
+//! `quarantine_orphan` (orphan: the console's compare-and-set Quarantine).
 
 mod action;
 mod backoff;
 mod claim;
 mod names;
+mod orphan;
 mod policy;
 mod redrive;
 
@@ -13,6 +16,7 @@ pub use action::{Action, ActionError, apply};
 pub use backoff::backoff_delay;
 pub use claim::{ClaimInput, ClaimOutcome, Write, decide_claim};
 pub use names::{MAX_NAMESPACE, MAX_TENANT, NAME_ALPHABET, NameError, check_name, is_name_char};
+pub use orphan::{NotQuarantined, Seen, quarantine_orphan};
 pub use policy::{MAX_DELAY, MIN_DELAY, Policies, Policy, PolicyHandle};
 pub use redrive::redrive;
 
@@ -153,5 +157,11 @@ impl Receipt {
             State::RetryWait => self.next_attempt_at,
             State::Completed | State::Quarantined => None,
         }
+    }
+
+    /// Whether nobody works on it although it is not done, at `now`: PROCESSING with a
+    /// lease that has ended, or RETRY_WAIT that is due (what ListOrphaned lists).
+    pub fn orphaned_at(&self, now: Timestamp) -> bool {
+        self.due_at().is_some_and(|due| due <= now)
     }
 }

@@ -36,7 +36,10 @@ pub use prune::{JanitorLock, PruneScope, PruneStep};
 pub use reseal::{ResealBatch, ResealCursor, reseal_all};
 pub use sealed::{StoredBlobs, UNREADABLE};
 
-use crate::domain::{Action, ActionError, ClaimInput, ClaimOutcome, Policy, Receipt, ReceiptKey};
+use crate::domain::{
+    Action, ActionError, ClaimInput, ClaimOutcome, NotQuarantined, Policy, Receipt, ReceiptKey,
+    Seen,
+};
 use async_trait::async_trait;
 use keys::KeyStore;
 use std::sync::Arc;
@@ -199,6 +202,20 @@ pub trait DeadLetters: Send + Sync {
     /// Redrives a QUARANTINED receipt (`domain::redrive`): RETRY_WAIT, due now, a fresh
     /// attempt budget, no token. `Refused(WrongState)` for any other state.
     async fn redrive(&self, tenant: &str, id: &ReceiptKey) -> Result<Receipt, StoreError>;
+
+    /// An operator's Quarantine of the orphan it saw (`domain::quarantine_orphan`), one
+    /// compare-and-set write: `Ok(Ok(receipt))` once QUARANTINED with `reason` as its
+    /// (sealed) last error, no attempt spent, no token, lease or next attempt; `Ok(Err(why))`
+    /// when it is not `seen`'s life and version or not an orphan at the store's now, nothing
+    /// written. A missing receipt is `NotFound` (never inserted); `Unsure` when a write of
+    /// this call may have landed and what the row shows now cannot tell.
+    async fn quarantine_orphan(
+        &self,
+        tenant: &str,
+        id: &ReceiptKey,
+        seen: &Seen,
+        reason: &str,
+    ) -> Result<Result<Receipt, NotQuarantined>, StoreError>;
 }
 
 /// What the janitor asks of a store.

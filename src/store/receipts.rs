@@ -1,7 +1,8 @@
 //! The store's behaviour, written once over any [`Driver`]: every [`Driver`] is a
 //! [`Claims`], [`DeadLetters`] and [`Reseal`] store by the impls below. Claim, the holder
-//! calls and Redrive queue for the group commit (`batch`, `rounds`: read, decide with the
-//! domain's rules, seal what changed, compare-and-set); Get, List and ListOrphaned pages
+//! calls, Redrive and an operator's Quarantine of an orphan queue for the group commit
+//! (`batch`, `rounds`: read, decide with the domain's rules, seal what changed,
+//! compare-and-set); Get, List and ListOrphaned pages
 //! (opening sealed fields) and reseal batches are composed here of the driver's reads, so
 //! both backends behave the same by construction. The drivers only run statements.
 //!
@@ -16,7 +17,9 @@ use super::{
     Claims, DeadLetters, ListPage, ListQuery, OrphanPage, OrphanQuery, Reseal, ResealBatch,
     ResealCursor, StoreError,
 };
-use crate::domain::{Action, ClaimInput, ClaimOutcome, Policy, Receipt, ReceiptKey};
+use crate::domain::{
+    Action, ClaimInput, ClaimOutcome, NotQuarantined, Policy, Receipt, ReceiptKey, Seen,
+};
 use async_trait::async_trait;
 use uuid::Uuid;
 
@@ -31,8 +34,8 @@ fn open<D: Driver>(driver: &D, tenant: &str, row: Row) -> Result<Receipt, StoreE
 fn claimed(answer: Answer) -> Result<ClaimOutcome, StoreError> {
     match answer {
         Answer::Claim(outcome) => Ok(outcome),
-        Answer::Receipt(_) => Err(StoreError::Corrupt(
-            "a Claim answered as a holder call".into(),
+        Answer::Receipt(_) | Answer::NotQuarantined(_) => Err(StoreError::Corrupt(
+            "a Claim answered as another kind of job".into(),
         )),
     }
 }
@@ -41,8 +44,8 @@ fn claimed(answer: Answer) -> Result<ClaimOutcome, StoreError> {
 fn receipt(answer: Answer) -> Result<Receipt, StoreError> {
     match answer {
         Answer::Receipt(receipt) => Ok(receipt),
-        Answer::Claim(_) => Err(StoreError::Corrupt(
-            "a holder call answered as a Claim".into(),
+        Answer::Claim(_) | Answer::NotQuarantined(_) => Err(StoreError::Corrupt(
+            "a holder call answered as another kind of job".into(),
         )),
     }
 }
@@ -112,6 +115,23 @@ impl<D: Driver> DeadLetters for D {
     async fn redrive(&self, tenant: &str, id: &ReceiptKey) -> Result<Receipt, StoreError> {
         // Redrive changes no sealed field, so the write leaves them exactly as stored.
         receipt(self.batcher().submit(self, tenant, id, Op::Redrive).await?)
+    }
+
+    async fn quarantine_orphan(
+        &self,
+        tenant: &str,
+        id: &ReceiptKey,
+        seen: &Seen,
+        reason: &str,
+    ) -> Result<Result<Receipt, NotQuarantined>, StoreError> {
+        let op = Op::QuarantineOrphan {
+            seen: *seen,
+            reason: reason.to_owned(),
+        };
+        match self.batcher().submit(self, tenant, id, op).await? {
+            Answer::NotQuarantined(why) => Ok(Err(why)),
+            answer => receipt(answer).map(Ok),
+        }
     }
 }
 

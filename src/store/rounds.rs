@@ -1,16 +1,18 @@
 //! One group commit's work, written once over any [`Driver`]: the jobs of a batch (Claims,
-//! holder calls, Redrives; several may be on one row) go through rounds of one read
-//! statement and one write statement, each shared by every job that needs it. A row is
-//! written at most once per statement: of the jobs that would write it, the first does,
-//! and the others are decided again on the row as that write left it, in the next round.
+//! holder calls, Redrives, operators' Quarantines of orphans; several may be on one row) go
+//! through rounds of one read statement and one write statement, each shared by every job
+//! that needs it. A row is written at most once per statement: of the jobs that would write
+//! it, the first does, and the others are decided again on the row as that write left it,
+//! in the next round.
 //!
 //! A round reads the rows of the jobs that need a read (none for a Claim without a
 //! payload of a row this process has not seen exist, which tries its insert first, nor
 //! for a holder call on a row this process last wrote: [`super::recent`]), decides each
-//! job with the domain's rules on its row (`decide_claim`, `apply`, `redrive`), seals
-//! what each write changes, and writes all of them at once, each compare-and-set on the
-//! row as decided from ([`super::write`]). A job whose row changed meanwhile is decided again on the row as the write found it, in
-//! the next round, at most [`MAX_RACES`] times. A job is answered only after its write
+//! job with the domain's rules on its row (`decide_claim`, `apply`, `redrive`,
+//! `quarantine_orphan`), seals what each write changes, and writes all of them at once,
+//! each compare-and-set on the row as decided from ([`super::write`]). A job whose row
+//! changed meanwhile is decided again on the row as the write found it, in the next round,
+//! at most [`MAX_RACES`] times. A job is answered only after its write
 //! committed; a job whose caller went away (cancelled) or whose answer is already due is
 //! dropped before the next statement. When a statement fails for the whole batch, each of
 //! its jobs runs once more alone (a few at a time, `unsure::ALONE_AT_ONCE`), so one bad job costs
@@ -27,8 +29,8 @@ use super::settles::Mark;
 use super::write::{Expect, RowWrite, Sealed, Version, WriteOutcome};
 use super::{StoreError, StoredBlobs};
 use crate::domain::{
-    Action, ClaimInput, ClaimOutcome, Decision, Policy, Receipt, ReceiptKey, Timestamp, Write,
-    apply, decide_claim,
+    Action, ClaimInput, ClaimOutcome, Decision, NotQuarantined, Policy, Receipt, ReceiptKey, Seen,
+    Timestamp, Write, apply, decide_claim,
 };
 use crate::seal::{Sealer, new_life};
 use std::collections::HashSet;
@@ -63,6 +65,13 @@ pub enum Op {
     },
     /// An operator's Redrive of a dead letter.
     Redrive,
+    /// An operator's Quarantine of the orphan it saw (`domain::quarantine_orphan`).
+    QuarantineOrphan {
+        /// What the operator saw of the receipt.
+        seen: Seen,
+        /// Why: the new `last_error`.
+        reason: String,
+    },
 }
 
 /// A job's answer.
@@ -70,8 +79,10 @@ pub enum Op {
 pub enum Answer {
     /// A Claim's.
     Claim(ClaimOutcome),
-    /// A holder call's or a Redrive's: the receipt after it.
+    /// A holder call's, a Redrive's or an operator's Quarantine's: the receipt after it.
     Receipt(Receipt),
+    /// An operator's Quarantine refused by the domain: nothing was written.
+    NotQuarantined(NotQuarantined),
 }
 
 /// What a job knows of its row.
@@ -130,7 +141,7 @@ impl Job {
             Op::Act { .. } => recent
                 .get(tenant, id)
                 .map_or(Known::Unread, |(r, b)| Known::Recent(r, b)),
-            Op::Claim { .. } | Op::Redrive => Known::Unread,
+            Op::Claim { .. } | Op::Redrive | Op::QuarantineOrphan { .. } => Known::Unread,
         };
         Job {
             tenant: tenant.to_owned(),
@@ -248,6 +259,17 @@ fn decide(sealer: &Sealer, job: &Job) -> Step {
                     debug_assert!(super::same_sealed_fields(r, &next), "redrive seals nothing");
                     write(next, None)
                 }
+            },
+        },
+        // Its answer says "nothing changed": after a write of its own that may have landed
+        // (and was changed since), that is not known, so it is Unsure instead.
+        Op::QuarantineOrphan { seen, reason } => match before {
+            None if job.landed.is_some() => Step::Done(Err(StoreError::Unsure(None))),
+            None => Step::Done(Err(StoreError::NotFound)),
+            Some(r) => match crate::domain::quarantine_orphan(r, seen, reason, now) {
+                Err(_) if job.landed.is_some() => Step::Done(Err(StoreError::Unsure(None))),
+                Err(refused) => Step::Done(Ok(Answer::NotQuarantined(refused))),
+                Ok(next) => write(next, None),
             },
         },
     }

@@ -3,11 +3,16 @@
 //! (`access`), and the console's door against hostile callers — nothing read before a
 //! session, bounded connections per source, reads with deadlines, memory under an
 //! unauthenticated flood (`door`), and an unreachable database (`faults`: 503, nothing
-//! changed), and TLS (`tls`: the same certificate, a Secure cookie). `page` is the test's
-//! HTTP client.
+//! changed), and TLS (`tls`: the same certificate, a Secure cookie); the Quarantine of an
+//! orphan as one compare-and-set write (`quarantine`: done, or refused with the receipt
+//! exactly as before; `quarantine_faults`: an unreachable database and a lost answer on
+//! PostgreSQL). `page` is the test's HTTP client, `operator` the Quarantine tests' operator.
 
 mod access;
 mod door;
 mod faults;
+mod operator;
 mod page;
+mod quarantine;
+mod quarantine_faults;
 mod tls;

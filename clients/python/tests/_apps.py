@@ -31,7 +31,7 @@ import _app_fastapi
 import _app_flask
 from _routes import BIG, NAMESPACE, Boom, runs
 
-__all__ = ["BIG", "KINDS", "NAMESPACE", "Boom", "app", "runs", "serve"]
+__all__ = ["BIG", "KINDS", "NAMESPACE", "Boom", "app", "runs", "serve", "serving"]
 
 KINDS = ("asgi", "depends", "wsgi", "django")
 ASGI_KINDS = ("asgi", "depends")
@@ -60,8 +60,14 @@ def _bound() -> socket.socket:
 @contextmanager
 def serve(kind: str, target: str | None = None, **options: Any) -> Iterator[str]:
     """Serves the `kind` app in a thread; yields its base URL."""
-    application = app(kind, target, **options)
-    if kind in ASGI_KINDS:
+    with serving(app(kind, target, **options), asgi=kind in ASGI_KINDS) as base:
+        yield base
+
+
+@contextmanager
+def serving(application: Any, *, asgi: bool) -> Iterator[str]:
+    """Serves an ASGI app under uvicorn or a WSGI app under waitress, in a thread."""
+    if asgi:
         sock = _bound()
         server = uvicorn.Server(uvicorn.Config(application, lifespan="off",
                                                log_level="critical"))

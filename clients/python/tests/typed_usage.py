@@ -6,10 +6,13 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from fastapi import APIRouter, Depends, Request
 from typing_extensions import assert_type
 
 import claimd
+
 from claimd import AsyncClaims, AsyncLease, Claims, Lease, asgi, wsgi
+from claimd.fastapi import IdempotentRoute, idempotency
 
 
 def decorated(claims: Claims) -> None:
@@ -59,3 +62,16 @@ def middleware(asgi_app: Any, wsgi_app: Any, target: str) -> None:
     wsgi.IdempotencyMiddleware(wsgi_app, claims=Claims(target), namespace="orders-api",
                                client_of=lambda environ: environ.get("REMOTE_USER", ""),
                                wait=datetime.timedelta(seconds=5), canonical_json=True)
+
+
+def fastapi_dependency(target: str) -> None:
+    def user_of(request: Request) -> str:
+        return str(request.state.user_id)
+
+    orders = idempotency(lambda: AsyncClaims(target), "orders-api", client_of=user_of,
+                         session_cookie="sid", wait=5)
+    router = APIRouter(route_class=IdempotentRoute)
+
+    @router.post("/orders", status_code=201, dependencies=[Depends(orders)])
+    async def create() -> dict[str, int]:
+        return {"attempt": claimd.current_async_lease().attempt}

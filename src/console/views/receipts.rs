@@ -1,12 +1,14 @@
 //! The receipts list (its filter form, a page, the next page's link) and one receipt's
 //! page, with the forms its state allows: Redrive for a dead letter, Quarantine for an
-//! orphan. Payloads are shown only for namespaces `--console-show-payloads` names, as text
+//! orphan (its form carries what the page showed — the receipt's life, last change, state
+//! and attempt — for the compare-and-set write); and what a refused or failed Quarantine
+//! says. Payloads are shown only for namespaces `--console-show-payloads` names, as text
 //! (escaped like everything else); otherwise only their sizes.
 
 use super::{layout, page};
 use crate::console::routes::Answer;
 use crate::console::session::Session;
-use crate::domain::{Receipt, State, Timestamp};
+use crate::domain::{Receipt, ReceiptKey, State, Timestamp};
 use crate::store::ListCursor;
 use chrono::TimeDelta;
 use http::StatusCode;
@@ -134,15 +136,6 @@ pub fn receipts(session: &Session, filter: &Filter, listed: &Listed) -> Answer {
     page(StatusCode::OK, layout("Receipts", Some(session), content))
 }
 
-/// Whether nobody works on `r` although it is not done, at `now`.
-fn orphaned(r: &Receipt, now: Timestamp) -> bool {
-    match r.state {
-        State::Processing => r.lease_expires_at.is_some_and(|t| t <= now),
-        State::RetryWait => r.next_attempt_at.is_some_and(|t| t <= now),
-        _ => false,
-    }
-}
-
 fn payload(name: &str, bytes: Option<&Vec<u8>>, shown: bool) -> Markup {
     html! {
         dt { (name) }
@@ -170,7 +163,7 @@ pub fn receipt(
             dt { "Namespace" } dd #namespace { (r.id.namespace) }
             dt { "Key" } dd #key { (r.id.key) }
             dt { "State" } dd #state { (r.state.as_str())
-                @if orphaned(r, now) { " " span.badge #orphan { "orphan" } } }
+                @if r.orphaned_at(now) { " " span.badge #orphan { "orphan" } } }
             dt { "Attempt" } dd #attempt { (r.attempt) }
             dt { "Lease ends" } dd { (time(r.lease_expires_at)) }
             dt { "Next attempt" } dd { (time(r.next_attempt_at)) }
@@ -191,11 +184,16 @@ pub fn receipt(
                 button #redrive type="submit" { "Redrive" }
             }
         }
-        @if orphaned(r, now) {
+        @if r.orphaned_at(now) {
             form.card method="post" action="/receipt/quarantine" {
                 input type="hidden" name="csrf" value=(session.csrf);
                 input type="hidden" name="namespace" value=(r.id.namespace);
                 input type="hidden" name="key" value=(r.id.key);
+                // What this page shows: the write quarantines only this life and version.
+                input type="hidden" name="created" value=(r.created_at.timestamp_micros());
+                input type="hidden" name="changed" value=(r.updated_at.timestamp_micros());
+                input type="hidden" name="state" value=(r.state.as_str());
+                input type="hidden" name="attempt" value=(r.attempt);
                 label for="reason" { "Reason" }
                 input #reason name="reason" required maxlength="4096";
                 button #quarantine type="submit" { "Quarantine" }
@@ -203,4 +201,21 @@ pub fn receipt(
         }
     };
     page(StatusCode::OK, layout("Receipt", Some(session), content))
+}
+
+/// After a Quarantine that was refused or failed: why, and a link to the receipt as it is
+/// now (which tells what, if anything, changed).
+pub fn not_quarantined(
+    session: &Session,
+    status: StatusCode,
+    why: &str,
+    id: &ReceiptKey,
+) -> Answer {
+    let query = serde_urlencoded::to_string([("namespace", &id.namespace), ("key", &id.key)]);
+    let content = html! {
+        p #message role="alert" { (why) }
+        p { a #receipt-now href={ "/receipt?" (query.unwrap_or_default()) } {
+            "See the receipt as it is now" } }
+    };
+    page(status, layout("Quarantine", Some(session), content))
 }

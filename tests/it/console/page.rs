@@ -30,13 +30,16 @@ pub fn addr(app: &TestApp) -> SocketAddr {
 
 /// Sends one request and reads the answer (within 10 s).
 pub async fn request(addr: SocketAddr, head: String, body: &[u8]) -> Answer {
+    request_within(addr, head, body, Duration::from_secs(10)).await
+}
+
+/// Sends one request and reads the answer, which must come within `bound`.
+async fn request_within(addr: SocketAddr, head: String, body: &[u8], bound: Duration) -> Answer {
     let mut stream = tokio::net::TcpStream::connect(addr)
         .await
         .expect("connects");
     http1::send(&mut stream, &head, body).await;
-    http1::answer(&mut stream, Duration::from_secs(10))
-        .await
-        .expect("an answer")
+    http1::answer(&mut stream, bound).await.expect("an answer")
 }
 
 fn head(
@@ -75,9 +78,21 @@ pub async fn post(
     cookie: Option<&str>,
     extra: &[(&str, &str)],
 ) -> Answer {
+    post_within(addr, path, form, cookie, extra, Duration::from_secs(10)).await
+}
+
+/// [`post`], its answer awaited up to `bound` (an action that waits for the database).
+pub async fn post_within(
+    addr: SocketAddr,
+    path: &str,
+    form: &[(&str, &str)],
+    cookie: Option<&str>,
+    extra: &[(&str, &str)],
+    bound: Duration,
+) -> Answer {
     let body = serde_urlencoded::to_string(form).expect("a form encodes");
     let head = head("POST", path, addr, cookie, extra, body.len());
-    request(addr, head, body.as_bytes()).await
+    request_within(addr, head, body.as_bytes(), bound).await
 }
 
 /// A header's value.

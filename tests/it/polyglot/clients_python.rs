@@ -14,9 +14,10 @@
 //!   wheel and the test deps from the wheelhouse only (`--no-index`): nothing of the checkout is
 //!   importable there, and the suite checks that it runs against the installed wheel.
 //!
-//! The suite (`clients/python/tests`, with the `claimd.idempotent` decorator and the ASGI
-//! and WSGI Idempotency-Key middleware under FastAPI/uvicorn and Flask/waitress over real
-//! HTTP) runs whole against claimd on the embedded store and
+//! The suite (`clients/python/tests`, with the `claimd.idempotent` decorator and the
+//! Idempotency-Key handling over real HTTP: the ASGI middleware and the FastAPI dependency
+//! under uvicorn, the WSGI middleware under Flask/waitress, the Django middleware under
+//! waitress and Django's test client) runs whole against claimd on the embedded store and
 //! on PostgreSQL, and without its `slow` cases (lease timing: heartbeats, takeovers, due
 //! retries) with an API key (`Live::embedded_with_key`) and over mutual TLS (the test PKI
 //! of `common::certs`). Besides: the committed stubs against a fresh generation from
@@ -24,8 +25,11 @@
 //! the wheel and sdist hold, and `mypy --strict`. A missing `python3` fails the tests with
 //! what to install, never a skip.
 
+mod cases;
+
 use super::tools;
 use crate::common::certs::Pki;
+use cases::{IDEMPOTENCY_CASES, KINDS, PER_KIND_CASES, QUICK_CASES, SLOW_CASES};
 use std::ffi::OsString;
 use std::fs::{self, File};
 use std::hash::{DefaultHasher, Hasher};
@@ -113,14 +117,16 @@ fn digest(files: &[PathBuf]) -> String {
 }
 
 /// What the suite needs besides the wheel: pytest, and the frameworks, servers and HTTP
-/// client of the middleware tests, and the OpenTelemetry API of the traces tests (each pinned
-/// in requirements-dev.txt).
+/// client of the middleware tests (Django too: the package's optional `django` extra, never
+/// a dependency of the wheel), and the OpenTelemetry API of the traces tests (each pinned in
+/// requirements-dev.txt).
 const TEST_DEPS: &[&str] = &[
     "pytest",
     "fastapi",
     "uvicorn",
     "flask",
     "waitress",
+    "django",
     "httpx",
     "opentelemetry-api",
 ];
@@ -340,85 +346,14 @@ fn assert_passed(output: &str, tests: &[&str]) {
     }
 }
 
-/// Cases every run must pass, whatever the claimd: every decision, the with block, wait,
-/// the field name of an error, their asyncio variants, the installed version.
-const QUICK_CASES: &[&str] = &[
-    "test_inside_a_span_a_call_carries_its_traceparent_and_never_baggage",
-    "test_outside_a_span_nothing_is_added",
-    "test_without_the_opentelemetry_api_nothing_is_added",
-    "test_a_first_claim_holds_the_lease_and_a_duplicate_is_in_flight",
-    "test_a_completed_claim_replays_the_stored_response",
-    "test_a_retried_claim_answers_retry_scheduled_with_when_it_is_due",
-    "test_a_quarantined_claim_answers_quarantined_with_the_last_error",
-    "test_the_same_key_with_another_fingerprint_is_a_conflict",
-    "test_the_with_block_completes_with_the_response_set_inside_it",
-    "test_an_exception_in_the_with_block_retries_and_propagates",
-    "test_a_waiting_claim_gets_the_completed_response",
-    "test_an_empty_key_is_invalid_argument_naming_the_field_key",
-    "test_errors_never_carry_the_token_the_api_key_or_the_payload",
-    "test_async_claims_answer_claimed_in_flight_completed_and_conflict",
-    "test_async_with_completes_with_the_response_and_retries_on_an_exception",
-    "test_an_async_waiting_claim_gets_the_completed_response",
-    "test_async_errors_carry_the_code_and_the_field",
-    "test_the_package_version_is_the_proto_version",
-    "test_the_suite_runs_against_the_installed_wheel_not_the_checkout",
-];
-
-/// The decorator and the Idempotency-Key middleware (FastAPI under uvicorn, Flask under
-/// waitress, each over real HTTP): every run passes them, on every claimd.
-const IDEMPOTENCY_CASES: &[&str] = &[
-    "test_twenty_concurrent_calls_run_the_function_once_and_return_one_value",
-    "test_a_duplicate_returns_the_stored_value_and_other_arguments_are_a_conflict",
-    "test_an_exception_retries_and_propagates_then_retry_scheduled",
-    "test_a_permanent_error_quarantines_the_key",
-    "test_a_result_too_large_to_store_settles_the_key_and_is_not_run_again",
-    "test_a_result_the_serializer_cannot_write_quarantines_the_key",
-    "test_in_flight_after_the_wait_raises_in_flight",
-    "test_claimd_down_raises_unavailable_and_the_function_is_not_run",
-    "test_async_twenty_concurrent_calls_run_once_and_an_exception_retries",
-    "test_async_claims_made_on_first_use_and_in_flight",
-    "test_a_str_fingerprint_is_refused_naming_the_field",
-    "test_twenty_concurrent_retries_run_the_handler_once_and_all_get_one_response[asgi]",
-    "test_twenty_concurrent_retries_run_the_handler_once_and_all_get_one_response[wsgi]",
-    "test_a_5xx_response_is_stored_and_replayed_and_the_handler_not_run_again[asgi]",
-    "test_a_5xx_response_is_stored_and_replayed_and_the_handler_not_run_again[wsgi]",
-    "test_an_oversized_response_settles_the_key_and_the_handler_is_not_run_again[asgi]",
-    "test_an_oversized_response_settles_the_key_and_the_handler_is_not_run_again[wsgi]",
-    "test_another_body_with_the_same_key_is_422[asgi]",
-    "test_another_body_with_the_same_key_is_422[wsgi]",
-    "test_the_same_key_on_another_route_is_422[asgi]",
-    "test_the_same_key_on_another_route_is_422[wsgi]",
-    "test_canonical_json_bodies_are_one_request_not_a_conflict[asgi]",
-    "test_canonical_json_bodies_are_one_request_not_a_conflict[wsgi]",
-    "test_bare_and_quoted_keys_are_accepted[asgi-dGVzdA==]",
-    "test_bare_and_quoted_keys_are_accepted[wsgi-order@123]",
-    "test_a_missing_key_is_400_and_a_malformed_one_too[asgi]",
-    "test_a_missing_key_is_400_and_a_malformed_one_too[wsgi]",
-    "test_a_handler_that_raises_gives_the_key_back_and_its_error_is_only_the_type[asgi]",
-    "test_a_handler_that_raises_gives_the_key_back_and_its_error_is_only_the_type[wsgi]",
-    "test_claimd_down_is_503_with_retry_after_and_the_handler_not_run[asgi]",
-    "test_claimd_down_is_503_with_retry_after_and_the_handler_not_run[wsgi]",
-    "test_retry_server_errors_gives_a_5xx_back_instead_of_storing_it[asgi]",
-    "test_retry_server_errors_gives_a_5xx_back_instead_of_storing_it[wsgi]",
-    "test_a_request_still_running_after_the_wait_is_409_with_retry_after[asgi]",
-    "test_a_request_still_running_after_the_wait_is_409_with_retry_after[wsgi]",
-];
-
-/// Cases of the runs on both stores besides: the heartbeat keeping a 1 s lease past 3 s,
-/// takeovers reported through `lost`, a retry claimed again when due.
-const SLOW_CASES: &[&str] = &[
-    "test_a_retried_claim_is_retry_scheduled_until_due_then_claimed_with_its_checkpoint",
-    "test_the_background_heartbeat_keeps_a_one_second_lease_alive_past_three_seconds",
-    "test_a_stalled_holder_learns_of_the_takeover_through_lost",
-    "test_a_stopped_lease_runs_out_and_is_taken_over_with_its_recovery_payload",
-    "test_a_lease_nobody_references_stops_heartbeating_and_runs_out",
-    "test_async_retry_is_scheduled_then_claimed_and_quarantine_answers_quarantined",
-    "test_the_async_heartbeat_keeps_a_one_second_lease_alive_past_three_seconds",
-    "test_an_async_holder_whose_loop_stalled_learns_of_the_takeover_through_lost",
-    "test_a_holder_that_dies_mid_call_is_taken_over",
-    "test_a_holder_that_dies_mid_request_is_taken_over_by_a_retry[asgi]",
-    "test_a_holder_that_dies_mid_request_is_taken_over_by_a_retry[wsgi]",
-];
+/// Fails unless every `PER_KIND_CASES` case passed on every kind of mounting.
+fn assert_passed_on_every_kind(output: &str) {
+    for case in PER_KIND_CASES {
+        for kind in KINDS {
+            assert_passed(output, &[&format!("{case}[{kind}]")]);
+        }
+    }
+}
 
 /// The whole suite, the wheel installed into a fresh venv, against claimd on SQLite.
 #[tokio::test]
@@ -427,6 +362,7 @@ async fn the_installed_wheel_passes_its_suite_against_claimd_on_the_embedded_sto
     let output = suite(&live, Cases::All, vec![]).await;
     assert_passed(&output, QUICK_CASES);
     assert_passed(&output, IDEMPOTENCY_CASES);
+    assert_passed_on_every_kind(&output);
     assert_passed(&output, SLOW_CASES);
 }
 
@@ -437,6 +373,7 @@ async fn the_installed_wheel_passes_its_suite_against_claimd_on_postgresql() {
     let output = suite(&live, Cases::All, vec![]).await;
     assert_passed(&output, QUICK_CASES);
     assert_passed(&output, IDEMPOTENCY_CASES);
+    assert_passed_on_every_kind(&output);
     assert_passed(&output, SLOW_CASES);
 }
 
@@ -448,6 +385,7 @@ async fn the_installed_wheel_sends_its_api_key_and_passes_its_suite_against_a_cl
     let output = suite(&live, Cases::Quick, vec![("CLAIMD_API_KEY", key.into())]).await;
     assert_passed(&output, QUICK_CASES);
     assert_passed(&output, IDEMPOTENCY_CASES);
+    assert_passed_on_every_kind(&output);
     assert_passed(
         &output,
         &[
@@ -479,6 +417,7 @@ async fn the_installed_wheel_passes_its_suite_over_mutual_tls() {
     let output = suite(&live, Cases::Quick, env).await;
     assert_passed(&output, QUICK_CASES);
     assert_passed(&output, IDEMPOTENCY_CASES);
+    assert_passed_on_every_kind(&output);
     assert_passed(
         &output,
         &[
@@ -553,6 +492,8 @@ fn the_wheel_holds_the_typed_package_and_the_sdist_also_its_tests_and_tools() {
         "claimd/_aio.py",
         "claimd/asgi.py",
         "claimd/wsgi.py",
+        "claimd/fastapi.py",
+        "claimd/django.py",
         "claimd/_http.py",
         "claimd/_idempotent.py",
         "claimd/_fingerprint.py",
@@ -583,6 +524,10 @@ fn the_wheel_holds_the_typed_package_and_the_sdist_also_its_tests_and_tools() {
         "tests/test_sync.py",
         "tests/test_async.py",
         "tests/test_http.py",
+        "tests/test_http_scope.py",
+        "tests/test_fastapi.py",
+        "tests/test_django.py",
+        "tests/test_scope.py",
         "tests/test_idempotent.py",
     ] {
         let name = format!("{root}{expected}");

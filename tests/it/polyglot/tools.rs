@@ -132,6 +132,8 @@ pub fn npm_ci(dir: &str) -> PathBuf {
         "index.d.ts",
         "express.js",
         "express.d.ts",
+        "lib/express-request.js",
+        "lib/replies.js",
         "lib/request-identity.js",
         "lib/route-errors.js",
         "lib/stored-response.js",

@@ -167,16 +167,10 @@ class Idempotency:
         slot.token = set_lease(result)
 
 
-def idempotency(
-    claims: Union[AsyncClaims, Callable[[], AsyncClaims]],
-    namespace: str,
-    **options: Any,
-) -> Idempotency:
-    """The Idempotency-Key dependency: `Depends(idempotency(claims, namespace, ...))` on
-    routes of an `IdempotentRoute` router. `claims`: an `AsyncClaims` or a function making
-    one (called on first use, inside the loop); the options of
-    `claimd.asgi.IdempotencyMiddleware`, with `client_of(request)`."""
-    return Idempotency(claims, namespace, **options)
+#: `Depends(idempotency(claims, namespace, ...))` on routes of an `IdempotentRoute` router.
+#: `claims`: an `AsyncClaims` or a function making one (called on first use, inside the
+#: loop); the options of `claimd.asgi.IdempotencyMiddleware`, with `client_of(request)`.
+idempotency = Idempotency
 
 
 def _swapped(depends: params.Depends) -> params.Depends:

@@ -19,7 +19,8 @@ import java.util.stream.Collectors;
 
 /**
  * The Idempotency-Key HTTP header (IETF HTTPAPI draft) on claimd, as a servlet filter with the
- * rules of the Node client's Express middleware. A request is claimed under its client and key;
+ * rules of the Node client's Express middleware. A request is claimed under its client (the
+ * builder's clientOf, or {@link DefaultScope}: never shared by two credentials) and key;
  * its fingerprint is its method, path with query and body (canonical JSON for JSON bodies), so
  * the same key with another body or on another route is 422. The first request runs the chain;
  * whatever it answers (any status) is stored with Complete, then sent, and every retry gets it

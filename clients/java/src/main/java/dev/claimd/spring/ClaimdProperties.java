@@ -103,7 +103,7 @@ public class ClaimdProperties {
     /** The session cookie that scopes requests with neither a principal nor Authorization. */
     private String sessionCookie;
     /** The largest request body read, in bytes; past it 413. */
-    private int maxBodyBytes = 1 << 20;
+    private int maxBodyBytes = 1_048_576;
     /** The largest response stored whole, in bytes (1 to 65536). */
     private int maxResponseBytes = 65_536;
     /** Whether a 5xx gives the key back (Retry) instead of being stored and replayed. */
