@@ -115,6 +115,12 @@ impl BodyLimitLayer {
             linger: Linger::new(limits.read_timeout),
         }
     }
+
+    /// The budget this layer's bodies count against; HTTP/1.1 request heads being read
+    /// count against it too (`server::heads`).
+    pub fn budget(&self) -> Arc<Budget> {
+        self.budget.clone()
+    }
 }
 
 impl<S> tower::Layer<S> for BodyLimitLayer {

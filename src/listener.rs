@@ -1,12 +1,15 @@
-//! What a connection may cost (docs/DESIGN.md §2.8, §5.2): the limits of the gRPC listeners
-//! ([`ConnectionLimits`], from the `--max-connections`, `--first-bytes-timeout`,
+//! What a connection may cost (docs/DESIGN.md §2.8, §5.2, §5.10): the limits of the gRPC
+//! listeners ([`ConnectionLimits`], from the `--max-connections`, `--first-bytes-timeout`,
 //! `--keepalive-*`, `--max-connection-age*`, `--max-concurrent-streams` and
 //! `--max-calls-per-connection` flags) and where each is enforced.
 //!
-//! tonic's `Server` builder does the HTTP/2 part ([`ConnectionLimits::apply`]): PINGs every
-//! keepalive interval (a peer that does not answer within the keepalive timeout is closed),
-//! `SETTINGS_MAX_CONCURRENT_STREAMS`, a per-connection limit on calls being served (the rest
-//! wait in order), and a GOAWAY at the maximum connection age. What tonic lacks is done on
+//! hyper does the HTTP part, set up by [`ConnectionLimits::http`] and served by
+//! `server::serve`:
+//! PINGs every keepalive interval (a peer that does not answer within the keepalive timeout
+//! is closed), `SETTINGS_MAX_CONCURRENT_STREAMS`, a per-connection limit on calls being
+//! served (the rest wait in order), a GOAWAY at the maximum connection age, and HTTP/1.1
+//! request heads of at most [`MAX_HEAD_BYTES`] within the first-bytes timeout (counted
+//! against the body budget while they are read: `server::heads`). What hyper lacks is done on
 //! the accepted-connection stream ([`Incoming`]) and its IO ([`LimitedIo`]):
 //!
 //! - **a connection cap, in all and per source**: every connection holds a semaphore permit
@@ -23,9 +26,8 @@
 //!   preface holds a slot. Over TLS the bytes are counted after decryption
 //!   ([`LimitedIo::count_plaintext`]): the handshake and the first HTTP bytes after it must
 //!   both come within the timeout;
-//! - **the end of the grace after the maximum age**: tonic 0.14 either sends GOAWAY at the
-//!   age (no grace) or, with a grace, closes at age + grace without any GOAWAY. claimd asks
-//!   tonic for the GOAWAY and closes the connection itself once the grace is over too.
+//! - **the end of the grace after the maximum age**: hyper is told to finish at the age
+//!   (GOAWAY); claimd closes the connection itself once the grace is over too.
 //!
 //! Binding at start is [`bind`], whose [`BindError`] names the address and the flag.
 //!
@@ -44,6 +46,8 @@ pub use sources::{HandshakeSlot, Handshakes, PerSource, SourceSlot};
 
 use crate::source::Source;
 
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use hyper_util::server::conn::auto;
 use std::io::Result;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -53,7 +57,6 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio::time::{Instant, Sleep};
 use tokio_stream::Stream;
-use tonic::transport::Server;
 
 /// Bytes a connection must send within the first-bytes timeout: the HTTP/2 connection
 /// preface (24 bytes) and the 9-byte header of the client's first SETTINGS frame
@@ -67,16 +70,20 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// `builder` with the HTTP/2 limits that have no flag, each set explicitly (docs/DESIGN.md
 /// §5.10): the header list and frame size a peer may send, and how many reset streams a
 /// connection may cause before it is told GOAWAY (ENHANCE_YOUR_CALM) and closed. Setting the
-/// local-error one matters: tonic 0.14 passes `None` for it unless told otherwise, which
-/// turns hyper's bound of 1024 off (RUSTSEC-2024-0003, "MadeYouReset").
-fn bounded_http2(builder: Server) -> Server {
+/// local-error one matters: left unset (as tonic 0.14 left it) hyper's bound of 1024 is off
+/// (RUSTSEC-2024-0003, "MadeYouReset").
+fn bounded_http2(builder: &mut auto::Builder<TokioExecutor>) {
     builder
-        .http2_max_header_list_size(MAX_HEADER_LIST_BYTES)
+        .http2()
+        .max_header_list_size(MAX_HEADER_LIST_BYTES)
         .max_frame_size(MAX_FRAME_BYTES)
-        .http2_max_pending_accept_reset_streams(Some(MAX_PENDING_ACCEPT_RESET_STREAMS))
-        .http2_max_local_error_reset_streams(Some(MAX_LOCAL_ERROR_RESET_STREAMS))
+        .max_pending_accept_reset_streams(MAX_PENDING_ACCEPT_RESET_STREAMS)
+        .max_local_error_reset_streams(MAX_LOCAL_ERROR_RESET_STREAMS);
 }
 
+/// The most an HTTP/1.1 request head may take (the request line and every header line):
+/// the same 16 KiB as HTTP/2's header list. A longer one is answered 431 and closed.
+pub const MAX_HEAD_BYTES: usize = 16 * 1024;
 /// `SETTINGS_MAX_HEADER_LIST_SIZE`: a request's headers (names, values and 32 bytes each,
 /// uncompressed) may take 16 KiB; a gRPC call sends well under 1 KiB, an API key included.
 /// A request over it is answered HTTP 431 on its stream; a header block that goes on far
@@ -123,19 +130,33 @@ pub struct ConnectionLimits {
 }
 
 impl ConnectionLimits {
-    /// `builder` with the HTTP/2 limits: keepalive, the stream and call limits, and the
-    /// GOAWAY at the maximum age (the close after the grace is [`LimitedIo`]'s).
-    pub fn apply(&self, builder: Server) -> Server {
-        let builder = bounded_http2(builder)
-            .http2_keepalive_interval(self.keepalive_interval)
-            .http2_keepalive_timeout(Some(self.keepalive_timeout))
+    /// hyper's builder with these limits (served by `server::serve`): HTTP/2 as tonic 0.14
+    /// set it up (a timer, the stream limit, keepalive, no adaptive window) plus the
+    /// constants of `bounded_http2`; with `http1`, HTTP/1.1 heads of at most
+    /// [`MAX_HEAD_BYTES`] in hyper's buffer (a longer one is answered 431 and closed; the
+    /// bound is made exact by `server::heads`), each within the first-bytes timeout of the
+    /// moment hyper starts reading it — the connection's start, or the end of the answer
+    /// before it, so an idle keep-alive connection is closed then too. Without `http1`
+    /// only HTTP/2 is served.
+    pub fn http(&self, http1: bool) -> auto::Builder<TokioExecutor> {
+        let mut builder = auto::Builder::new(TokioExecutor::new());
+        builder
+            .http2()
+            .timer(TokioTimer::new())
             .max_concurrent_streams(self.max_concurrent_streams)
-            .concurrency_limit_per_connection(self.max_calls_per_connection);
-        match self.max_connection_age {
-            // No `max_connection_age_grace` here: with one, tonic 0.14 never sends GOAWAY.
-            Some(age) => builder.max_connection_age(age),
-            None => builder,
+            .keep_alive_interval(self.keepalive_interval)
+            .keep_alive_timeout(self.keepalive_timeout)
+            .adaptive_window(false);
+        bounded_http2(&mut builder);
+        if !http1 {
+            return builder.http2_only();
         }
+        builder
+            .http1()
+            .timer(TokioTimer::new())
+            .max_buf_size(MAX_HEAD_BYTES)
+            .header_read_timeout(self.first_bytes_timeout);
+        builder
     }
 
     /// The connections `listener` accepts, each holding a slot of the cap and of its
@@ -163,8 +184,8 @@ impl ConnectionLimits {
     }
 }
 
-/// The accepted connections of one listener, under its [`ConnectionLimits`]; served with
-/// tonic's `serve_with_incoming_shutdown`.
+/// The accepted connections of one listener, under its [`ConnectionLimits`]; served by
+/// `server::serve`.
 pub struct Incoming {
     listener: TcpListener,
     slots: Arc<Semaphore>,

@@ -14,17 +14,20 @@ use crate::deadline::DeadlineLayer;
 use crate::domain::PolicyHandle;
 use crate::drain::Drain;
 use crate::janitor::{Janitor, JanitorTask};
-use crate::listener::ConnectionLimits;
 use crate::pb::{self, claim_service_server::ClaimServiceServer};
 use crate::store::Store;
+use health::{probe_health, serve_health_only, set_status};
+use serve::Serving;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::net::TcpListener;
-use tonic::transport::Server;
+use tonic::service::Routes;
 use tonic_health::ServingStatus;
-use tonic_health::server::HealthReporter;
+
+mod heads;
+mod health;
+mod serve;
 
 /// The gRPC service name health reports on, besides `""`.
 pub const SERVICE_NAME: &str = "claimd.v1.ClaimService";
@@ -205,7 +208,6 @@ impl Application {
         });
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let incoming = crate::tls::accept::Accepting::new(limits.incoming(self.listener), self.tls);
-        let builder = limits.apply(Server::builder());
         // HTTP/1.1 too: Connect's JSON form over plain HTTP (`connect`) and gRPC-Web.
         let connect = crate::connect::ConnectLayer::new()?;
         let cors = crate::connect::cors(&self.config.cors_allow_origins);
@@ -213,31 +215,33 @@ impl Application {
         if !self.config.allow_unauthenticated {
             auth_layer = auth_layer.local_only(&self.config.cors_allow_origins);
         }
-        let server = tokio::spawn(
-            builder
-                .accept_http1(true)
-                .layer(tower::util::option_layer(cors))
-                .layer(bodies)
-                .layer(connect)
-                .layer(tonic_web::GrpcWebLayer::new())
-                .layer(crate::telemetry::RpcLayer)
-                .layer(tower::util::MapResponseLayer::new(
-                    crate::api::oversized_is_resource_exhausted,
-                ))
-                .layer(tower::util::MapResponseLayer::new(
-                    crate::api::undecodable_is_invalid_argument,
-                ))
-                .layer(drain.clone())
-                .layer(DeadlineLayer)
-                .layer(auth_layer)
-                .add_service(health_service)
-                .add_service(reflection_v1)
-                .add_service(reflection_v1alpha)
-                .add_service(claims)
-                .serve_with_incoming_shutdown(incoming, async {
-                    let _ = stop_rx.await;
-                }),
-        );
+        let routes = Routes::new(health_service)
+            .add_service(reflection_v1)
+            .add_service(reflection_v1alpha)
+            .add_service(claims)
+            .prepare();
+        // Outermost first.
+        let service = tower::ServiceBuilder::new()
+            .option_layer(cors)
+            .layer(bodies.clone())
+            .layer(connect)
+            .layer(tonic_web::GrpcWebLayer::new())
+            .layer(crate::telemetry::RpcLayer)
+            .map_response(crate::api::oversized_is_resource_exhausted)
+            .map_response(crate::api::undecodable_is_invalid_argument)
+            .layer(drain.clone())
+            .layer(DeadlineLayer)
+            .layer(auth_layer)
+            .service(routes);
+        let serving = Serving {
+            service,
+            limits,
+            http1: true,
+            budget: bodies.budget(),
+        };
+        let mut server = tokio::spawn(serve::serve(incoming, serving, async {
+            let _ = stop_rx.await;
+        }));
         tracing::info!("serving");
         shutdown.await;
         tracing::info!("shutting down: refusing new calls, draining in-flight calls");
@@ -250,9 +254,13 @@ impl Application {
         // Connections stay open (new calls get UNAVAILABLE) until the last call is done.
         let _ = tokio::time::timeout_at(deadline, drain.idle()).await;
         let _ = stop_tx.send(());
-        match tokio::time::timeout_at(deadline, server).await {
-            Ok(joined) => joined??,
-            Err(_) => tracing::warn!("grace period over; exiting with calls still in flight"),
+        match tokio::time::timeout_at(deadline, &mut server).await {
+            Ok(joined) => joined?,
+            Err(_) => {
+                tracing::warn!("grace period over; exiting with calls still in flight");
+                // Closes every connection still open.
+                server.abort();
+            }
         }
         // The key uses of the last interval are written before exiting.
         touch.abort();
@@ -261,7 +269,7 @@ impl Application {
         let _ = health_stop_tx.send(());
         if let Some(mut health_only) = health_only {
             match tokio::time::timeout_at(deadline, &mut health_only).await {
-                Ok(joined) => joined??,
+                Ok(joined) => joined?,
                 Err(_) => health_only.abort(),
             }
         }
@@ -285,38 +293,6 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// The plaintext health-only listener: its own `Server` builder, so neither the main
-/// listener's TLS nor its layers (API keys) apply but the body limits (sharing the main
-/// listener's budget); it serves nothing but grpc.health.v1.Health.
-async fn serve_health_only<S>(
-    listener: TcpListener,
-    limits: ConnectionLimits,
-    bodies: crate::body_limit::BodyLimitLayer,
-    health_service: S,
-    stop: tokio::sync::oneshot::Receiver<()>,
-) -> Result<(), tonic::transport::Error>
-where
-    S: tower::Service<
-            http::Request<tonic::body::Body>,
-            Response = http::Response<tonic::body::Body>,
-            Error = std::convert::Infallible,
-        > + tonic::server::NamedService
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Future: Send + 'static,
-{
-    limits
-        .apply(Server::builder())
-        .layer(bodies)
-        .add_service(health_service)
-        .serve_with_incoming_shutdown(limits.incoming(listener), async {
-            let _ = stop.await;
-        })
-        .await
-}
-
 /// Protected mode (docs/DESIGN.md §5): without API keys claimd serves only on loopback, as tenant
 /// `default`, unless told `--allow-unauthenticated`.
 async fn protected_mode(config: &Config, store: &dyn Store) -> anyhow::Result<()> {
@@ -335,39 +311,4 @@ async fn protected_mode(config: &Config, store: &dyn Store) -> anyhow::Result<()
         "no API keys: every caller acts as tenant `default` until a key is created"
     );
     Ok(())
-}
-
-async fn set_status(reporter: &HealthReporter, status: ServingStatus) {
-    reporter.set_service_status("", status).await;
-    reporter.set_service_status(SERVICE_NAME, status).await;
-}
-
-/// Reports SERVING while the database answers and NOT_SERVING while it does not.
-async fn probe_health(store: Arc<dyn Store>, reporter: HealthReporter, every: Duration) {
-    let mut last = None;
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        let answered = tokio::time::timeout(every.max(Duration::from_secs(1)), store.ping()).await;
-        let status = match &answered {
-            Ok(Ok(())) => ServingStatus::Serving,
-            _ => ServingStatus::NotServing,
-        };
-        // Logged once per change, with its cause; the calls failed meanwhile are counted
-        // (`claimd_store_errors_total`), not logged one by one.
-        if last != Some(status) {
-            match answered {
-                Ok(Ok(())) => tracing::info!("database answers: SERVING"),
-                Ok(Err(e)) => tracing::warn!(cause = %e, source = ?std::error::Error::source(&e),
-                    "database unavailable: NOT_SERVING"),
-                Err(_) => tracing::warn!(
-                    cause = "no answer within the probe's interval",
-                    "database unavailable: NOT_SERVING"
-                ),
-            }
-            set_status(&reporter, status).await;
-            last = Some(status);
-        }
-    }
 }

@@ -4,8 +4,11 @@
 //! flood (`hostile/bodies.rs`), connections that hold a slot and send nothing, plaintext or
 //! TLS, from one source while another is served (`hostile/stalls.rs`), floods of wrong
 //! API keys from one source and from ten thousand (`hostile/keys.rs`), and floods of
-//! unfinished request bodies on the HTTP door, plaintext and TLS (`hostile/door.rs`), and
-//! of unauthenticated callers at the operator console (`hostile/console.rs`).
+//! unfinished request bodies on the HTTP door, plaintext and TLS (`hostile/door.rs`), of
+//! request heads that never end from ten sources, HTTP/1.1 (plaintext and TLS) and HTTP/2
+//! (`hostile/heads.rs`; each head's bounds: `hostile/head_limits.rs`), and of
+//! unauthenticated callers at the operator console
+//! (`hostile/console.rs`).
 //! After each: the offending connection is closed or its call answered with the right
 //! status, a normal Claim on a new connection succeeds, the log has no `panicked`, and the
 //! resident memory grew by less than [`RSS_BOUND_KIB`]. The property test over decoding
@@ -16,6 +19,8 @@ mod console;
 mod door;
 mod frames;
 mod fuzz;
+mod head_limits;
+mod heads;
 mod keys;
 mod resets;
 mod stalls;

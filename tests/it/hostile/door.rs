@@ -29,17 +29,17 @@ const DECLARED: usize = 256 * 1024;
 const SENT: &[u8] = b"{\"namespa";
 
 /// A byte stream to claimd: plain TCP or TLS.
-trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+pub(super) trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
 /// Opens connections to a target, in TLS when it serves TLS (ALPN `h2` or `http/1.1`).
-struct Dialer {
+pub(super) struct Dialer {
     addr: std::net::SocketAddr,
     tls: Option<(tokio_rustls::TlsConnector, tokio_rustls::TlsConnector)>,
 }
 
 impl Dialer {
-    fn new(target: &Target) -> Dialer {
+    pub(super) fn new(target: &Target) -> Dialer {
         let tls = target.pki.as_ref().map(|pki| {
             use rustls_pki_types::pem::PemObject;
             let mut roots = rustls::RootCertStore::empty();
@@ -71,23 +71,40 @@ impl Dialer {
         let tcp = tokio::net::TcpStream::connect(self.addr)
             .await
             .expect("connects");
+        self.over(tcp, h2).await.expect("TLS handshake")
+    }
+
+    /// A connection from the loopback address `from`, or why it could not be made.
+    pub(super) async fn dial_from(
+        &self,
+        from: std::net::IpAddr,
+        h2: bool,
+    ) -> std::io::Result<Box<dyn Io>> {
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.bind(std::net::SocketAddr::new(from, 0))?;
+        let tcp = socket.connect(self.addr).await?;
+        self.over(tcp, h2).await
+    }
+
+    /// `tcp` as is, or through a TLS handshake when the target serves TLS.
+    async fn over(&self, tcp: tokio::net::TcpStream, h2: bool) -> std::io::Result<Box<dyn Io>> {
         let Some((for_h2, for_h1)) = &self.tls else {
-            return Box::new(tcp);
+            return Ok(Box::new(tcp));
         };
         let connector = if h2 { for_h2 } else { for_h1 };
         let name = rustls_pki_types::ServerName::try_from("localhost").expect("a name");
-        Box::new(connector.connect(name, tcp).await.expect("TLS handshake"))
+        Ok(Box::new(connector.connect(name, tcp).await?))
     }
 }
 
 /// Samples claimd's RSS until dropped; the highest seen.
-struct Peak {
+pub(super) struct Peak {
     highest: Arc<AtomicU64>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl Peak {
-    fn watch(target: &Target) -> Peak {
+    pub(super) fn watch(target: &Target) -> Peak {
         let highest = Arc::new(AtomicU64::new(target.rss_kib()));
         let path = format!("/proc/{}/status", target.claimd.pid());
         let seen = highest.clone();
@@ -102,7 +119,7 @@ impl Peak {
         Peak { highest, task }
     }
 
-    fn highest(&self) -> u64 {
+    pub(super) fn highest(&self) -> u64 {
         self.highest.load(Ordering::Relaxed)
     }
 }

@@ -36,7 +36,7 @@ pub fn junk(n: usize) -> Vec<u8> {
 }
 
 /// An HPACK string literal (no Huffman) of `s`, whose length fits the 7-bit prefix form.
-fn literal(s: &[u8]) -> Vec<u8> {
+pub fn literal(s: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     let mut n = s.len();
     if n < 127 {
