@@ -8,7 +8,9 @@
 //! service decodes the message, after authentication: a call without a valid key is
 //! answered without a byte of its body read. The gRPC answer is turned back: the message
 //! (as JSON, proto3's mapping, or as it is) or Connect's JSON error with its HTTP status.
-//! Anything else (gRPC, gRPC-Web, health, reflection) passes through untouched.
+//! gRPC and gRPC-Web (in protobuf) and other paths (health, reflection) pass through
+//! untouched; on the service's paths another content type is 415 and another method than
+//! POST 405, each with Connect's error body.
 //!
 //! Why an adapter of our own and not a Connect crate: the maintained Rust implementation
 //! generates its own message types and service traits, so it would serve a second copy
@@ -17,81 +19,19 @@
 
 mod body;
 mod codes;
+mod duplicates;
 mod json;
 mod request;
+mod route;
 
 use bytes::{Buf, Bytes};
 use http::{HeaderValue, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full};
+use route::{Codec, Route, is_grpc_web, route};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tonic::body::Body;
-
-/// The path prefix of the service the door serves.
-const SERVICE_PREFIX: &str = "/claimd.v1.ClaimService/";
-
-/// How a Connect request's messages are encoded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Codec {
-    Json,
-    Proto,
-}
-
-impl Codec {
-    /// The codec a request's `Content-Type` names; `None` for anything else.
-    fn of(content_type: &str) -> Option<Codec> {
-        let essence = content_type.split(';').next().unwrap_or("").trim();
-        match essence.to_ascii_lowercase().as_str() {
-            "application/json" => Some(Codec::Json),
-            "application/proto" => Some(Codec::Proto),
-            _ => None,
-        }
-    }
-
-    fn content_type(self) -> &'static str {
-        match self {
-            Codec::Json => "application/json",
-            Codec::Proto => "application/proto",
-        }
-    }
-}
-
-/// What the door does with a request.
-enum Route {
-    /// Not a Connect request: the inner service answers it.
-    Pass,
-    /// A Connect unary call of this codec.
-    Connect(Codec),
-    /// A POST to the service with a content type no protocol here speaks: 415.
-    Unsupported,
-}
-
-fn route<B>(request: &Request<B>) -> Route {
-    if request.method() != http::Method::POST || !request.uri().path().starts_with(SERVICE_PREFIX) {
-        return Route::Pass;
-    }
-    let content_type = request
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    if content_type.starts_with("application/grpc") {
-        return Route::Pass;
-    }
-    match Codec::of(content_type) {
-        Some(codec) => Route::Connect(codec),
-        None => Route::Unsupported,
-    }
-}
-
-/// Whether `request` is gRPC-Web (`application/grpc-web`, `+proto`, `-text`, …).
-fn is_grpc_web<B>(request: &Request<B>) -> bool {
-    request
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc-web"))
-}
 
 /// The layer (see the module).
 #[derive(Debug, Clone)]
@@ -154,6 +94,12 @@ where
             Route::Unsupported => {
                 let e = codes::ConnectError::unsupported_media_type();
                 return Box::pin(async move { Ok(e.into_response()) });
+            }
+            Route::NotPost => {
+                let mut response = codes::ConnectError::method_not_allowed().into_response();
+                let allow = HeaderValue::from_static("POST");
+                response.headers_mut().insert(header::ALLOW, allow);
+                return Box::pin(async move { Ok(response) });
             }
             Route::Connect(codec) => codec,
         };
@@ -248,55 +194,4 @@ pub fn cors(origins: &[HeaderValue]) -> Option<tower_http::cors::CorsLayer> {
             .expose_headers(expose.map(http::HeaderName::from_static))
             .max_age(std::time::Duration::from_secs(3600)),
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_posts_to_the_service_with_a_connect_content_type_are_taken() {
-        let req = |method: &str, path: &str, ct: &str| {
-            Request::builder()
-                .method(method)
-                .uri(path)
-                .header(header::CONTENT_TYPE, ct)
-                .body(())
-                .expect("a valid request")
-        };
-        let claim = "/claimd.v1.ClaimService/Claim";
-        assert!(matches!(
-            route(&req("POST", claim, "application/json")),
-            Route::Connect(Codec::Json)
-        ));
-        assert!(matches!(
-            route(&req("POST", claim, "application/json; charset=utf-8")),
-            Route::Connect(Codec::Json)
-        ));
-        assert!(matches!(
-            route(&req("POST", claim, "application/proto")),
-            Route::Connect(Codec::Proto)
-        ));
-        assert!(matches!(
-            route(&req("POST", claim, "application/grpc")),
-            Route::Pass
-        ));
-        assert!(matches!(
-            route(&req("POST", claim, "application/grpc-web+proto")),
-            Route::Pass
-        ));
-        assert!(matches!(
-            route(&req("POST", claim, "text/plain")),
-            Route::Unsupported
-        ));
-        assert!(matches!(
-            route(&req("GET", claim, "application/json")),
-            Route::Pass
-        ));
-        let health = "/grpc.health.v1.Health/Check";
-        assert!(matches!(
-            route(&req("POST", health, "application/json")),
-            Route::Pass
-        ));
-    }
 }

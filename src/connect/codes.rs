@@ -2,8 +2,9 @@
 //! and the status details — claimd's `google.rpc.BadRequest` naming the field — as
 //! `{"type", "value"}` with the value in base64, and for a BadRequest also the `debug` JSON
 //! the protocol allows, `{"fieldViolations":[{"field","description"}]}`, for callers without
-//! protobuf) and the HTTP status Connect maps each code to; and the errors of the door itself (a body too large, an unknown content type, a bad
-//! `Connect-Timeout-Ms`, JSON that does not decode).
+//! protobuf) and the HTTP status Connect maps each code to; and the errors of the door
+//! itself (a body too large, an unknown content type, a method other than POST, a bad
+//! `Connect-Timeout-Ms`, JSON that does not decode or gives a field twice).
 
 use base64::Engine as _;
 use http::{HeaderValue, Response, StatusCode, header};
@@ -96,8 +97,21 @@ impl ConnectError {
             http: Some(StatusCode::UNSUPPORTED_MEDIA_TYPE),
             ..ConnectError::new(
                 Code::Unknown,
-                "Content-Type must be application/json or application/proto (Connect), or \
-                 application/grpc, application/grpc-web",
+                "Content-Type must be application/json or application/proto (Connect), \
+                 application/grpc or application/grpc+proto (gRPC), or \
+                 application/grpc-web[-text][+proto] (gRPC-Web)",
+            )
+        }
+    }
+
+    /// Another method than POST on the service's paths (a GET, a PUT): 405, with
+    /// `Allow: POST` set by the door.
+    pub fn method_not_allowed() -> ConnectError {
+        ConnectError {
+            http: Some(StatusCode::METHOD_NOT_ALLOWED),
+            ..ConnectError::new(
+                Code::Unimplemented,
+                "claimd.v1.ClaimService is served by POST only (Connect, gRPC, gRPC-Web)",
             )
         }
     }
@@ -126,6 +140,21 @@ impl ConnectError {
             field,
             "does not decode from JSON",
         );
+        use tonic_types::StatusExt as _;
+        let status = tonic::Status::with_error_details(Code::InvalidArgument, message, details);
+        ConnectError::from_status(&status)
+    }
+
+    /// A JSON request that gives `field` more than once (the same key twice, or its proto
+    /// name and its JSON name): refused, as proto3's JSON parsers refuse it, naming the
+    /// field in the message and in a `google.rpc.BadRequest` detail.
+    pub fn duplicate_field(field: String) -> ConnectError {
+        let message = format!(
+            "{field}: the request body gives this field more than once (by its name or its \
+             JSON name); give it once"
+        );
+        let details =
+            tonic_types::ErrorDetails::with_bad_request_violation(field, "given more than once");
         use tonic_types::StatusExt as _;
         let status = tonic::Status::with_error_details(Code::InvalidArgument, message, details);
         ConnectError::from_status(&status)

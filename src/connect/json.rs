@@ -1,6 +1,7 @@
 //! Messages between Connect's two encodings and the wire: a method's request decoded from
 //! JSON (proto3's JSON mapping: bytes in base64, durations as `"30s"`, enums by name, field
-//! names as in the proto or in lowerCamelCase; unknown fields refused) and encoded as
+//! names as in the proto or in lowerCamelCase; unknown fields and fields given twice
+//! refused, `duplicates.rs`) and encoded as
 //! protobuf, and its response back to JSON — with `prost-reflect` over the descriptors
 //! compiled into claimd, so there is no second copy of the messages. A request that does
 //! not decode is answered naming the field and what that field takes, from the descriptors
@@ -57,6 +58,10 @@ impl Messages {
             .map_err(|e| undecodable(&input, &track.path(), &e))?;
         de.end()
             .map_err(|e| ConnectError::undecodable(&not_json(&e), None))?;
+        // serde keeps the last of a field given twice; proto3's parsers refuse it.
+        if let Some(field) = super::duplicates::first_duplicate(&input, body) {
+            return Err(ConnectError::duplicate_field(field));
+        }
         Ok(Bytes::from(message.encode_to_vec()))
     }
 

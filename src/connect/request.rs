@@ -47,14 +47,7 @@ pub fn to_grpc(
     );
     headers.insert(header::TE, HeaderValue::from_static("trailers"));
     if let Some(ms) = timeout {
-        let ms = ms
-            .to_str()
-            .ok()
-            .and_then(|t| t.parse::<u64>().ok())
-            .filter(|&ms| ms <= 99_999_999)
-            .ok_or_else(ConnectError::bad_timeout)?;
-        let grpc_timeout =
-            HeaderValue::from_str(&format!("{ms}m")).map_err(|_| ConnectError::bad_timeout())?;
+        let grpc_timeout = grpc_timeout(ms.as_bytes()).ok_or_else(ConnectError::bad_timeout)?;
         headers.insert("grpc-timeout", grpc_timeout);
     }
     parts.version = http::Version::HTTP_2;
@@ -77,6 +70,22 @@ pub fn to_grpc(
         failure,
     };
     Ok(Request::from_parts(parts, Body::new(body)))
+}
+
+/// The `grpc-timeout` a `Connect-Timeout-Ms` means: 1 to 10 digits, as Connect allows, in
+/// milliseconds; gRPC's value has at most 8 digits, so one of more than 8 is sent in whole
+/// seconds (rounded down: less than a second of a deadline over a day away).
+fn grpc_timeout(ms: &[u8]) -> Option<HeaderValue> {
+    if ms.is_empty() || ms.len() > 10 || !ms.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let ms: u64 = std::str::from_utf8(ms).ok()?.parse().ok()?;
+    let text = if ms <= 99_999_999 {
+        format!("{ms}m")
+    } else {
+        format!("{}S", ms / 1000)
+    };
+    HeaderValue::from_str(&text).ok()
 }
 
 type Reading = Pin<Box<dyn Future<Output = Result<Bytes, ConnectError>> + Send>>;
@@ -113,5 +122,23 @@ impl hyper::body::Body for ConnectBody {
 
     fn is_end_stream(&self) -> bool {
         self.read.is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::grpc_timeout;
+
+    #[test]
+    fn connect_timeouts_of_up_to_ten_digits_become_grpc_timeouts_of_at_most_eight() {
+        let of = |ms: &str| grpc_timeout(ms.as_bytes()).map(|v| v.to_str().unwrap().to_owned());
+        assert_eq!(of("0").as_deref(), Some("0m"));
+        assert_eq!(of("1500").as_deref(), Some("1500m"));
+        assert_eq!(of("99999999").as_deref(), Some("99999999m"));
+        assert_eq!(of("1000000000").as_deref(), Some("1000000S"));
+        assert_eq!(of("9999999999").as_deref(), Some("9999999S"));
+        for refused in ["", "12345678901", "+5", "-5", "5s", "1.5", " 5"] {
+            assert_eq!(of(refused), None, "{refused:?}");
+        }
     }
 }

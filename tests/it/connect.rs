@@ -1,8 +1,11 @@
 //! The HTTP door (issue 15, in progress): ClaimService in the Connect protocol's unary form
 //! through real HTTP/1.1 on claimd's gRPC port, on both stores — a Claim, Complete and the
 //! replayed duplicate in JSON and in binary proto, bad input answered with Connect's error
-//! body and HTTP status (nothing written), and API keys. Requests are written by hand on a
-//! TCP socket, so what goes over the wire is exactly what the test says.
+//! body and HTTP status (nothing written), and API keys; fields given twice, long timeouts,
+//! other content types and methods (`connect/refusals.rs`). Requests are written by hand
+//! on a TCP socket, so what goes over the wire is exactly what the test says.
+
+mod refusals;
 
 use crate::common::app::{Backend, TestApp};
 use crate::common::blocker::Blocker;
