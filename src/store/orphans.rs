@@ -2,7 +2,8 @@
 //! supplies one fetch and one quarantine; [`list_orphans`] opens each
 //! listed row and keeps fetching until the page is full — by count or by bytes
 //! (`super::page`). A row whose sealed fields are
-//! damaged or forged is quarantined in place (so it blocks nobody); a row sealed under a
+//! damaged or forged, or open to a last error that is not text, is quarantined in place
+//! (so it blocks nobody); a row sealed under a
 //! key that is not configured (or stored in plaintext that is no longer accepted) is only
 //! skipped and logged, so it is listed again once the configuration is put right.
 
@@ -11,6 +12,10 @@ use super::{PageBudget, StoreError, UNREADABLE};
 use crate::domain::{Receipt, Timestamp};
 use crate::seal::{Binding, Field};
 use chrono::TimeDelta;
+
+/// The last error an orphan is quarantined with when its fields open but its stored last
+/// error is not UTF-8 (sealed like any other).
+const MALFORMED: &str = "sealed data is malformed: last_error is not UTF-8";
 
 /// Where a page of orphans starts (exclusive): the sort key of the last orphan returned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,18 +139,17 @@ pub(crate) async fn list_orphans<D: Driver>(
                         %reason,
                         "quarantining an orphan whose sealed data does not open"
                     );
-                    let at = Binding {
-                        tenant,
-                        namespace: &receipt.id.namespace,
-                        key: &receipt.id.key,
-                        life: blobs.life(),
-                    };
-                    let error = driver
-                        .sealer()
-                        .seal(at, Field::LastError, UNREADABLE.as_bytes());
-                    driver
-                        .quarantine_unreadable(tenant, &receipt, &blobs, &error)
-                        .await?;
+                    quarantine(driver, tenant, &receipt, &blobs, UNREADABLE).await?;
+                }
+                // Every field opened, but what must be text is not: damaged as surely as a
+                // tag that does not verify, and it must not block the others either.
+                Err(StoreError::Corrupt(reason)) => {
+                    tracing::error!(
+                        namespace = %receipt.id.namespace,
+                        %reason,
+                        "quarantining an orphan whose stored data is malformed"
+                    );
+                    quarantine(driver, tenant, &receipt, &blobs, MALFORMED).await?;
                 }
                 Err(other) => return Err(other),
             }
@@ -160,4 +164,25 @@ pub(crate) async fn list_orphans<D: Driver>(
             });
         }
     }
+}
+
+/// Quarantines the orphan `receipt` in place with `error` (sealed under the row's own
+/// life) as its last error, if the row is unchanged since it was read (`blobs`).
+async fn quarantine<D: Driver>(
+    driver: &D,
+    tenant: &str,
+    receipt: &Receipt,
+    blobs: &super::StoredBlobs,
+    error: &str,
+) -> Result<(), StoreError> {
+    let at = Binding {
+        tenant,
+        namespace: &receipt.id.namespace,
+        key: &receipt.id.key,
+        life: blobs.life(),
+    };
+    let sealed = driver.sealer().seal(at, Field::LastError, error.as_bytes());
+    driver
+        .quarantine_unreadable(tenant, receipt, blobs, &sealed)
+        .await
 }

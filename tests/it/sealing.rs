@@ -1,7 +1,10 @@
 //! Sealed payloads (docs/DESIGN.md §3.6) through the real server, on both stores: nothing stored in
 //! the clear, DATA_LOSS for every stored value that does not verify (moved, tampered, under
 //! an unknown key, plaintext), and a tampered orphan quarantined by ListOrphaned without
-//! blocking the others. Rotation, `reseal` and key files are in `sealing_keys.rs`.
+//! blocking the others, as is one whose last error opens but is not text
+//! (`sealing/malformed.rs`). Rotation, `reseal` and key files are in `sealing_keys.rs`.
+
+mod malformed;
 
 use crate::common::app::{Backend, TestApp, decision};
 use crate::common::raw::{self, SEALED};
