@@ -7,7 +7,8 @@ use claimd::seal::Sealer;
 use claimd::server::Application;
 use claimd::telemetry::LogFormat;
 use clap::Parser;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
@@ -63,20 +64,37 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 
 async fn serve(args: claimd::config::ServeArgs) -> anyhow::Result<()> {
     let traces = claimd::telemetry::init(args.log_format)?;
-    let served = serve_traced(args).await;
+    let grace = args.shutdown_grace;
+    let signalled = Arc::new(OnceLock::new());
+    let served = serve_traced(args, signalled.clone()).await;
     if let Some(provider) = traces {
-        // Blocks until the last spans are sent (or the exporter's timeout), off the runtime's
+        // The spans still queued get what the drain left of the grace (all of it when
+        // claimd stops without a signal, as when it cannot start).
+        let left = signalled
+            .get()
+            .map_or(grace, |at: &Instant| grace.saturating_sub(at.elapsed()));
+        // Blocks until the last spans are sent or `left` is over, off the runtime's
         // threads, which the export itself needs.
-        let flushed = tokio::task::spawn_blocking(|| claimd::telemetry::traces::shutdown(provider));
+        let flushed = tokio::task::spawn_blocking(move || {
+            claimd::telemetry::traces::shutdown(provider, left);
+        });
         let _ = flushed.await;
     }
     served
 }
 
-async fn serve_traced(args: claimd::config::ServeArgs) -> anyhow::Result<()> {
+/// Serves until SIGTERM or SIGINT, noting in `signalled` when it came.
+async fn serve_traced(
+    args: claimd::config::ServeArgs,
+    signalled: Arc<OnceLock<Instant>>,
+) -> anyhow::Result<()> {
     // Registered first: from here on SIGHUP reloads policies instead of ending the process.
     let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
-    let shutdown = shutdown_signal()?;
+    let signal = shutdown_signal()?;
+    let shutdown = async move {
+        signal.await;
+        let _ = signalled.set(Instant::now());
+    };
     let config = Config::from_args(&args)?;
     let policy_file = config.policy_file.clone();
     let app = Application::build(config).await?;

@@ -9,7 +9,9 @@
 //! of `OTEL_TRACES_SAMPLER`/`OTEL_TRACES_SAMPLER_ARG` (default `parentbased_always_on`, so a
 //! caller's sampling decision holds) and the resource of `OTEL_SERVICE_NAME` and
 //! `OTEL_RESOURCE_ATTRIBUTES` (service name `claimd` unless they name one), and installs the
-//! W3C trace-context propagator.
+//! W3C trace-context propagator. Failed exports are logged, at most once a minute
+//! ([`logged`]); at exit the spans still queued are sent within what is left of
+//! `--shutdown-grace` ([`shutdown`]).
 //!
 //! The spans the store makes (wait, batch, statements) and the switch that says whether
 //! to make them are `crate::spans`, which depends on nothing of claimd's.
@@ -21,6 +23,8 @@
 //! took, and each call span links back to its batch. Attributes: RPC and database semantic conventions and
 //! `claimd.*` (namespace, decision, batch size) — never a key, a token, a payload or an API
 //! key.
+
+mod logged;
 
 use opentelemetry::trace::TraceContextExt as _;
 use opentelemetry::trace::TracerProvider as _;
@@ -79,7 +83,7 @@ pub fn init() -> Result<Option<SdkTracerProvider>, TracesError> {
         resource = resource.with_service_name("claimd");
     }
     let provider = SdkTracerProvider::builder()
-        .with_batch_exporter(exporter)
+        .with_batch_exporter(logged::Logged::new(exporter))
         .with_resource(resource.build())
         .build();
     opentelemetry::global::set_text_map_propagator(
@@ -99,10 +103,16 @@ where
         .with_tracked_inactivity(false)
 }
 
-/// Sends the spans still queued and stops the exporter (within its timeout).
-pub fn shutdown(provider: SdkTracerProvider) {
-    if let Err(e) = provider.shutdown() {
-        tracing::warn!(error = %e, "traces: the last spans could not be sent");
+/// Sends the spans still queued and stops the exporter, waiting at most `within` (what is
+/// left of `--shutdown-grace`): a collector that does not answer cannot hold up the exit.
+/// Blocks: call it off the runtime's threads, which the export itself needs.
+pub fn shutdown(provider: SdkTracerProvider, within: std::time::Duration) {
+    if let Err(e) = provider.shutdown_with_timeout(within) {
+        tracing::warn!(
+            error = %e,
+            "traces: the last spans could not be sent within what was left of \
+             --shutdown-grace ({within:?})"
+        );
     }
 }
 

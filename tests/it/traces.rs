@@ -4,9 +4,11 @@
 //! trace with the RPC conventions' attributes; two calls that share a batch are linked to
 //! one batch span both ways; the HTTP door continues the caller's trace too; an unsampled
 //! parent exports nothing; no key, token, payload or API key is in any exported attribute;
-//! JSON logs carry the call's trace id; an unreachable collector changes no answer.
+//! JSON logs carry the call's trace id; an unreachable collector changes no answer; a
+//! collector that never answers is logged and holds up no exit (`traces/shutdown.rs`).
 
 pub(crate) mod receiver;
+mod shutdown;
 
 use crate::common::blocker::Blocker;
 use crate::common::process::{Claimd, claimd, free_addr};
