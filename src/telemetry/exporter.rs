@@ -211,7 +211,7 @@ impl Drop for Exporter {
 }
 
 /// Serves `GET /metrics` on `listener` until the task is dropped: plain HTTP/1.1, one task
-/// per connection, 10 s to send the request head.
+/// per connection, 10 s to send the request head, of about 16 KiB at most.
 async fn serve(listener: TcpListener, handle: PrometheusHandle) {
     loop {
         let stream = match listener.accept().await {
@@ -229,9 +229,12 @@ async fn serve(listener: TcpListener, handle: PrometheusHandle) {
                 let response = respond(&request, &handle);
                 async move { Ok::<_, Infallible>(response) }
             });
+            // A scrape's head is a few hundred bytes: hyper's buffer is held to the gRPC
+            // listeners' head limit rather than its default of about 400 KB.
             let connection = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(Duration::from_secs(10))
+                .max_buf_size(crate::listener::MAX_HEAD_BYTES)
                 .serve_connection(TokioIo::new(stream), service);
             if let Err(e) = connection.await {
                 tracing::debug!(error = %e, "metrics connection ended with an error");

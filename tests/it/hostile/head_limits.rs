@@ -1,6 +1,6 @@
 //! The bounds of an HTTP/1.1 request head (issue 46 §8; docs/DESIGN.md §5.10) against the
 //! real binary, on every request of a keep-alive connection, plaintext and TLS: a head over
-//! 16 KiB is answered 431 and the connection closed; a head that arrives slower than the
+//! 16 KiB is answered 431 and the connection closed (and one of 40 KiB to `/metrics`); a head that arrives slower than the
 //! first-bytes timeout is closed; and the heads being read count against the per-source
 //! body budget, so that one source's unfinished heads beyond it are closed while another
 //! source is served.
@@ -99,6 +99,21 @@ async fn heads_over_16_kib(tls: bool) {
         assert!(
             closed(io).await,
             "the {which} request's connection is still open"
+        );
+    }
+    if !tls {
+        // The plaintext `/metrics` listener holds a head to about as much.
+        let mut scrape = tokio::net::TcpStream::connect(target.metrics)
+            .await
+            .expect("connects to /metrics");
+        let pad = "a".repeat(40 * 1024);
+        let head = format!("GET /metrics HTTP/1.1\r\nHost: claimd\r\nX-Pad: {pad}\r\n\r\n");
+        let _ = scrape.write_all(head.as_bytes()).await;
+        let answer = crate::common::http1::answer(&mut scrape, BOUND).await;
+        assert_eq!(
+            answer.map(|a| a.status),
+            Some(431),
+            "a 40 KiB head to /metrics"
         );
     }
     target.assert_survived("17 KiB request heads").await;
