@@ -29,6 +29,7 @@ mod dead_letters;
 mod dead_letters_redrive;
 mod deadlines;
 mod decisions;
+mod deploy;
 mod drain;
 mod durability;
 mod embedded;

@@ -73,6 +73,9 @@ pub struct Workload {
     /// The store clock's offset from this machine's wall clock, in microseconds (zero for
     /// a claimd binary; a `TestApp`'s `clock.offset_micros()`).
     pub clock_offset: Micros,
+    /// The API key every call sends (`authorization: Bearer …`), for a claimd that has keys
+    /// (the deployment test's); `None` sends none.
+    pub api_key: Option<String>,
 }
 
 impl Default for Workload {
@@ -95,6 +98,7 @@ impl Default for Workload {
             beats: 0,
             claim_wait: None,
             clock_offset: 0,
+            api_key: None,
         }
     }
 }
@@ -136,6 +140,7 @@ pub async fn run(workload: &Workload, replicas: &[SocketAddr], stop: Arc<AtomicB
             read_after_error: workload.read_after_error,
             wait: workload.claim_wait.filter(|_| short.is_none()),
             reads: reads.clone(),
+            api_key: workload.api_key.clone(),
         };
         let (w, stop) = (workload.clone(), stop.clone());
         tokio::spawn(async move {
@@ -224,16 +229,29 @@ pub async fn finals(
     addr: SocketAddr,
     patience: Duration,
 ) -> HashMap<String, Final> {
+    finals_as(history, addr, patience, None).await
+}
+
+/// [`finals`], each Get sending `api_key` when there is one.
+pub async fn finals_as(
+    history: &[Op],
+    addr: SocketAddr,
+    patience: Duration,
+    api_key: Option<&str>,
+) -> HashMap<String, Final> {
     let keys: HashSet<&str> = history.iter().map(|o| o.key.as_str()).collect();
     let mut client = channel(addr, Duration::from_secs(5));
     let deadline = Instant::now() + patience;
     let mut finals = HashMap::new();
     for key in keys {
         loop {
-            let request = pb::GetRequest {
+            let mut request = tonic::Request::new(pb::GetRequest {
                 namespace: NS.into(),
                 key: key.into(),
-            };
+            });
+            if let Some(key) = api_key {
+                caller::authorize(&mut request, key);
+            }
             match client.get(request).await {
                 Ok(r) => {
                     // A Get that answers always carries the receipt.

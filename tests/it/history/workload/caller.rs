@@ -39,6 +39,17 @@ pub(super) struct Caller {
     pub wait: Option<Duration>,
     /// The Gets still to come.
     pub reads: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    /// The API key each call sends, if any.
+    pub api_key: Option<String>,
+}
+
+/// Adds `authorization: Bearer {key}` to `request`.
+pub(super) fn authorize<T>(request: &mut tonic::Request<T>, key: &str) {
+    // An API key is base64url and underscores: always a valid header value.
+    let value = format!("Bearer {key}")
+        .parse()
+        .expect("an API key is ASCII");
+    request.metadata_mut().insert("authorization", value);
 }
 
 fn duration(d: Duration) -> Option<prost_types::Duration> {
@@ -64,6 +75,9 @@ impl Caller {
     /// `message` with this caller's deadline, and the deadline told.
     fn request<T>(&self, message: T) -> (tonic::Request<T>, Option<Duration>) {
         let mut request = tonic::Request::new(message);
+        if let Some(key) = &self.api_key {
+            authorize(&mut request, key);
+        }
         let deadline = self.short.map(between).or(self.told);
         if let Some(d) = deadline {
             request.set_timeout(d);
