@@ -40,6 +40,7 @@ mod faults_lock_waits;
 mod faults_network;
 mod faults_notify;
 mod faults_patroni;
+mod faults_power;
 mod faults_skew;
 mod faults_slow_commit;
 mod faults_unsure;

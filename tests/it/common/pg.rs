@@ -150,6 +150,12 @@ impl PrivateCluster {
         standby
     }
 
+    /// The data directory (`-D`): a test may put a file system of its own there while the
+    /// server is stopped (the power-failure rows mount LazyFS over it).
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+
     /// 127.0.0.1 and the port this cluster listens on (see [`PrivateCluster::start_on_tcp`]).
     pub fn tcp_addr(&self) -> std::net::SocketAddr {
         assert!(self.tcp, "this cluster listens on its unix socket only");
