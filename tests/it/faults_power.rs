@@ -68,7 +68,7 @@ async fn integrity(db: &Path) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sqlite_power_failures_mid_load_lose_nothing_acknowledged() {
     let began = Instant::now();
-    let mut fs = LazyFs::mount("256mb");
+    let mut fs = LazyFs::mount("64mb");
     loses_an_unsynced_write(&fs);
     let dir = fs.path().join("data");
     let addr = free_addr();

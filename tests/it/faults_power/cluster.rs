@@ -12,8 +12,9 @@ use std::fs;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, chown};
 
 /// LazyFS's cache for a data directory: PostgreSQL writes whole WAL segments (16 MiB each)
-/// through it, and all of a run must fit (writes past a full cache would bypass it).
-const CACHE: &str = "1gb";
+/// through it, and all of a run must fit (writes past a full cache would bypass it; a run
+/// uses about 5 %).
+const CACHE: &str = "256mb";
 
 /// The cluster and the LazyFS its data directory is on.
 pub struct PgOnLazyFs {
