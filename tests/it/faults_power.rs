@@ -53,12 +53,19 @@ async fn lazyfs_loses_unsynced_writes_and_an_sqlite_without_fsync_but_keeps_fsyn
     );
 }
 
+/// SIGKILL of the claimd `kept` holds.
+fn kill_9(kept: &mut Option<Claimd>) {
+    // Reason: a row starts claimd again after each failure, before the next.
+    kept.take().expect("a claimd runs").kill_9();
+}
+
 /// What `PRAGMA integrity_check` says of the database at `db` (claimd stopped).
 async fn integrity(db: &Path) -> String {
     let options = SqliteConnectOptions::new().filename(db);
     let mut conn = sqlx::SqliteConnection::connect_with(&options)
         .await
         .unwrap_or_else(|e| panic!("{} does not open: {e}", db.display()));
+    // Reason: integrity_check always answers one row, on any database that opens.
     sqlx::query_scalar("PRAGMA integrity_check")
         .fetch_one(&mut conn)
         .await
@@ -77,13 +84,13 @@ async fn sqlite_power_failures_mid_load_lose_nothing_acknowledged() {
     let (verdict, back) = recorded(addr, SECOND, async {
         tokio::time::sleep(BETWEEN).await;
         // At whatever moment the load is in: claimd killed, then the unsynced bytes dropped.
-        kept.take().expect("claimd runs").kill_9();
+        kill_9(&mut kept);
         block_in_place(|| power_failure(&fs, 1));
         kept = Some(replica(Db::Sqlite(&dir), addr).await);
         tokio::time::sleep(BETWEEN).await;
         // Right before a commit's fsync of the WAL: its frames written, not yet durable.
         block_in_place(|| power_failure_before_fsync(&fs, "claimd.db-wal", 2));
-        kept.take().expect("claimd runs").kill_9();
+        kill_9(&mut kept);
         block_in_place(|| fs.remount());
         kept = Some(replica(Db::Sqlite(&dir), addr).await);
     })
@@ -98,6 +105,7 @@ async fn sqlite_power_failures_mid_load_lose_nothing_acknowledged() {
         verdict.unknown > 0,
         "the failures cut no call short: {verdict:?}"
     );
+    // Reason: the row ends with the claimd it started after the last failure.
     let last = kept.take().expect("claimd runs");
     assert!(last.terminate().await.success());
     assert_eq!(integrity(&dir.join("claimd.db")).await, "ok");
@@ -115,7 +123,7 @@ async fn postgres_power_failures_with_its_data_directory_on_lazyfs_lose_nothing_
         tokio::time::sleep(BETWEEN).await;
         // At whatever moment the load is in: claimd and every server process killed, then
         // the unsynced bytes dropped.
-        kept.take().expect("claimd runs").kill_9();
+        kill_9(&mut kept);
         block_in_place(|| {
             pg.power_failure(1);
             pg.restart();
@@ -124,7 +132,7 @@ async fn postgres_power_failures_with_its_data_directory_on_lazyfs_lose_nothing_
         tokio::time::sleep(BETWEEN).await;
         // Right before an fsync of the WAL: a commit's records written, not yet durable.
         block_in_place(|| pg.power_failure_before_wal_fsync(2));
-        kept.take().expect("claimd runs").kill_9();
+        kill_9(&mut kept);
         block_in_place(|| pg.restart());
         kept = Some(replica(Db::Postgres(&url), addr).await);
     })
@@ -160,6 +168,7 @@ async fn sqlite_a_power_failure_right_after_the_first_start_keeps_the_seal_key_a
     let dir = fs.path().join("data");
     let addr = free_addr();
     let first = Claimd::start(with_its_own_key(&dir, addr), addr).await;
+    // Reason: claimd generates the key file before it serves.
     let key = std::fs::read(dir.join("seal.key")).expect("claimd generated seal.key");
     let mut client = workload::channel(addr, Duration::from_secs(10));
     let claim = pb::ClaimRequest {
@@ -167,6 +176,7 @@ async fn sqlite_a_power_failure_right_after_the_first_start_keeps_the_seal_key_a
         key: "first".into(),
         ..Default::default()
     };
+    // Reason: a serving claimd answers a Claim of a fresh key, and its holder's Complete.
     let claimed = client.claim(claim).await.expect("a Claim").into_inner();
     assert_eq!(claimed.decision(), Decision::Claimed);
     let complete = pb::CompleteRequest {
@@ -179,6 +189,7 @@ async fn sqlite_a_power_failure_right_after_the_first_start_keeps_the_seal_key_a
     let dead = first.pid();
     first.kill_9();
     block_in_place(|| power_failure(&fs, 1));
+    // Reason: the file's name is metadata, which LazyFS never drops.
     let kept = std::fs::read(dir.join("seal.key")).expect("seal.key after the failure");
     assert_eq!(
         kept, key,
@@ -194,6 +205,7 @@ async fn sqlite_a_power_failure_right_after_the_first_start_keeps_the_seal_key_a
         "the response is stored in plaintext: nothing here is sealed"
     );
     let lock = dir.join("claimd.db.lock");
+    // Reason: claimd creates the lock file before the database, and names are kept.
     let left = std::fs::read_to_string(&lock).expect("the lock file is there");
     println!("the lock file after the failure: {left:?} (the dead claimd was {dead})");
     // The dead process's lock file keeps nothing out; the key opens the sealed row.
@@ -203,6 +215,7 @@ async fn sqlite_a_power_failure_right_after_the_first_start_keeps_the_seal_key_a
         key: "first".into(),
     };
     let mut client = workload::channel(addr, Duration::from_secs(10));
+    // Reason: the test fails here if the receipt or its key was lost.
     let receipt = client.get(get).await.expect("the first receipt");
     // Reason: a Get that answers always carries the receipt.
     let receipt = receipt.into_inner().receipt.expect("a receipt");
@@ -210,6 +223,7 @@ async fn sqlite_a_power_failure_right_after_the_first_start_keeps_the_seal_key_a
         (receipt.state(), receipt.response.as_slice()),
         (State::Completed, RESPONSE)
     );
+    // Reason: the new claimd holds the same lock file.
     let holder = std::fs::read_to_string(&lock).expect("the lock file");
     assert_eq!(holder.trim(), again.pid().to_string());
     // And it still keeps a second claimd out.

@@ -32,11 +32,13 @@ impl PgOnLazyFs {
         let disk = data.with_file_name("data-disk");
         fs::rename(&data, &disk).unwrap_or_else(|e| panic!("{}: {e}", data.display()));
         // The mount point, as the data directory was: PostgreSQL checks its owner and mode.
+        // Reason: it was renamed there a line above.
         let meta = fs::metadata(&disk).expect("the moved data directory");
         fs::DirBuilder::new()
             .mode(0o700)
             .create(&data)
             .unwrap_or_else(|e| panic!("{}: {e}", data.display()));
+        // Reason: the test runs as root (LazyFS has checked), which may chown.
         chown(&data, Some(meta.uid()), Some(meta.gid())).expect("the mount point's owner");
         let fs = LazyFs::mount_over(&data, &disk, CACHE);
         super::detect::loses_an_unsynced_write(&fs);

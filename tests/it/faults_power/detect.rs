@@ -14,6 +14,7 @@ use tokio::task::block_in_place;
 /// data dropped); one fsynced is whole. Both are removed afterwards.
 pub fn loses_an_unsynced_write(fs: &LazyFs) {
     let (unsynced, synced) = (fs.path().join("unsynced"), fs.path().join("synced"));
+    // Reason: a mounted LazyFS takes writes and fsyncs like any file system.
     fs::write(&unsynced, "never fsynced\n").expect("a write through LazyFS");
     let mut file = File::create(&synced).expect("a file on LazyFS");
     file.write_all(b"fsynced\n")
@@ -22,6 +23,7 @@ pub fn loses_an_unsynced_write(fs: &LazyFs) {
     drop(file);
     assert!(fs.unsynced().0 > 0, "LazyFS holds nothing unsynced");
     fs.clear_cache();
+    // Reason: LazyFS keeps metadata: both names are there whatever happened to the data.
     let lost = fs::read(&unsynced).expect("the unsynced file's name is kept");
     assert_eq!(lost, b"", "LazyFS kept a write that was never fsynced");
     let kept = fs::read(&synced).expect("the fsynced file");
@@ -45,17 +47,20 @@ pub async fn rows_after_power_failure(
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(synchronous);
+    // Reason: SQLite runs on a mounted LazyFS as on any file system (WAL's mmap included).
     let mut conn = SqliteConnection::connect_with(&options)
         .await
         .expect("an SQLite database on LazyFS");
     let statements = ["CREATE TABLE t (n INTEGER)"].into_iter();
     let inserts = (0..50).map(|_| "INSERT INTO t VALUES (1)");
     for statement in statements.chain(inserts) {
+        // Reason: the same database, before any failure.
         sqlx::query(statement)
             .execute(&mut conn)
             .await
             .expect("a commit through LazyFS");
     }
+    // Reason: the same database, before any failure.
     conn.close().await.expect("the database closes");
     block_in_place(|| fs.clear_cache());
     let options = SqliteConnectOptions::new().filename(&db);

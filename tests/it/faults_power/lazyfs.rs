@@ -100,6 +100,7 @@ impl LazyFs {
              log_all_operations=false\nlogfile=\"\"\n",
             fifo.display()
         );
+        // Reason: files in the test's own fresh temporary directory.
         fs::write(&config, toml).expect("the LazyFS configuration");
         File::create(&log).expect("the LazyFS log");
         let mut lazyfs = LazyFs {
@@ -118,6 +119,7 @@ impl LazyFs {
     /// Runs `lazyfs` on the mount and waits until it serves.
     fn start_daemon(&mut self) {
         let out = OpenOptions::new().append(true).open(&self.log);
+        // Reason: created with the mount, in its own directory.
         let out = out.expect("the LazyFS log");
         // Reason: duplicating a fresh file descriptor only fails when out of descriptors.
         let err = out.try_clone().expect("the LazyFS log, twice");
