@@ -198,6 +198,6 @@ async fn the_image_runs_claimd_from_scratch_as_uid_65532_without_a_shell() {
     let bytes = podman::run(&["image", "inspect", image, "--format", "{{.Size}}"]);
     let bytes: u64 = bytes.trim().parse().expect("a size in bytes");
     // Shown with --nocapture: the size of the tests' (debug) image.
-    println!("{image}: {} MB", bytes / 1_000_000);
+    println!("{image}: {:.1} MB", bytes as f64 / 1e6);
     assert!(bytes <= 40_000_000, "{image} is {bytes} bytes");
 }

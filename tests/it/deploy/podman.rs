@@ -169,26 +169,32 @@ pub fn secret(name: &str, data: &[(&str, &str)]) {
 
 /// Removes every pod whose name starts with `claimd`, the volumes the manifests make
 /// (`claimd-*`, and `tmp`: kube play turns the emptyDir into a named volume) and the
-/// secret `claimd`; what is not there is skipped.
+/// secret `claimd`; what is not there is skipped. It never panics: it also runs while a
+/// failed test unwinds.
 pub fn clean() {
-    let pods = run(&["pod", "ps", "--format", "{{.Name}}"]);
+    let quiet = |args: &[&str]| -> String {
+        let out = command()
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .output();
+        out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    };
+    let pods = quiet(&["pod", "ps", "--format", "{{.Name}}"]);
     let pods: Vec<&str> = pods.lines().filter(|p| p.starts_with("claimd")).collect();
     if !pods.is_empty() {
-        let mut args = vec!["pod", "rm", "--force", "--time", "0"];
-        args.extend(&pods);
-        run(&args);
+        quiet(&[&["pod", "rm", "--force", "--time", "0"][..], &pods].concat());
     }
-    let volumes = run(&["volume", "ls", "--format", "{{.Name}}"]);
+    let volumes = quiet(&["volume", "ls", "--format", "{{.Name}}"]);
     let volumes: Vec<&str> = volumes
         .lines()
         .filter(|v| v.starts_with("claimd-") || *v == "tmp")
         .collect();
     if !volumes.is_empty() {
-        let mut args = vec!["volume", "rm", "--force"];
-        args.extend(&volumes);
-        run(&args);
+        quiet(&[&["volume", "rm", "--force"][..], &volumes].concat());
     }
-    let _ = output(&["secret", "rm", "claimd"]);
+    quiet(&["secret", "rm", "claimd"]);
 }
 
 /// Cleans when made and when dropped (a test that failed leaves nothing running).
