@@ -20,6 +20,7 @@ mod database;
 pub mod defaults;
 pub mod duration;
 mod limits;
+pub mod mesh;
 mod metrics;
 pub mod policies;
 mod sealing;
@@ -255,6 +256,8 @@ pub struct Config {
     pub auth_failure_window: Duration,
     /// How often `last_used_at` is written.
     pub key_touch_interval: Duration,
+    /// The `[mesh]` table of `--config`: trusted proxies, PROXY protocol, SPIFFE IDs.
+    pub mesh: crate::mesh::MeshOptions,
 }
 
 impl Config {
@@ -301,6 +304,7 @@ impl Config {
         let connections = args.limits.connections()?;
         let bodies = args.bodies.limits()?;
         args.auth.validate()?;
+        let mesh = mesh::load(args.policy.config.as_deref())?;
         // TLS first: a wrong flag combination or a bad PEM file stops claimd before anything
         // touches disk (`Application::build` reads the files again to serve them).
         let tls = TlsFiles {
@@ -343,6 +347,7 @@ impl Config {
             auth_failure_limit: args.auth.auth_failure_limit,
             auth_failure_window: args.auth.auth_failure_window,
             key_touch_interval: args.auth.key_touch_interval,
+            mesh,
         })
     }
 }

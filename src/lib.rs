@@ -23,6 +23,7 @@
 //! - [`drain`] — the layer that refuses new calls with UNAVAILABLE once shutdown starts.
 //! - [`janitor`] — prunes terminal receipts past their namespace's retention.
 //! - [`listener`] — connection limits: the cap, the first-bytes timeout, keepalive, age.
+//! - [`mesh`] — behind a proxy or mesh: trusted proxies, PROXY v2, SPIFFE identities.
 //! - [`server`] — wiring: [`server::Application`], health, reflection, shutdown.
 //! - [`source`] — where a connection or call comes from, as per-source limits count it.
 //! - [`spans`] — the group commit's trace spans and the switch that turns them on.
@@ -51,6 +52,7 @@ pub mod domain;
 pub mod drain;
 pub mod janitor;
 pub mod listener;
+pub mod mesh;
 mod private_fs;
 pub mod seal;
 pub mod server;

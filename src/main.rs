@@ -56,6 +56,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Keys(command)) => claimd::admin::keys(command).await,
         Some(Command::CheckConfig(args)) => {
             let policies = claimd::config::policies::load(&args.config)?;
+            claimd::config::mesh::load(Some(&args.config))?;
             print!("{}", claimd::config::policies::render(&policies));
             Ok(())
         }

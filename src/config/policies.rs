@@ -122,6 +122,10 @@ struct File {
     default: Section,
     #[serde(default)]
     namespaces: BTreeMap<String, Section>,
+    /// The `[mesh]` table, read by `config::mesh` (the policies do not use it).
+    #[serde(default)]
+    #[allow(dead_code)]
+    mesh: Option<toml::Table>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -281,7 +285,7 @@ fn resolve(
 
 /// The dotted key a parse error at byte `at` of `text` is about: the table header before
 /// it, then the key on its line (or the header itself, for an error on a header line).
-fn key_at(text: &str, at: usize) -> String {
+pub(super) fn key_at(text: &str, at: usize) -> String {
     let at = at.min(text.len());
     let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
     let line_end = text[at..].find('\n').map_or(text.len(), |i| at + i);

@@ -9,6 +9,7 @@
 mod database;
 mod files;
 mod listeners;
+mod mesh;
 
 use crate::common::process::{Claimd, PATIENCE, claimd, free_addr};
 use std::process::Command;
