@@ -123,6 +123,7 @@ fn both_overlays_render_with_probes_security_and_a_grace_period_that_covers_the_
                 assert_eq!(deployment["spec"]["replicas"], 1, "{at}");
                 assert_eq!(deployment["spec"]["strategy"]["type"], "Recreate", "{at}");
                 let data = flags["CLAIMD_DATA_DIR"].as_str();
+                // The embedded overlay mounts its claim.
                 let mounts = claimd["volumeMounts"].as_array().expect("mounts");
                 assert!(
                     mounts.iter().any(|m| m["mountPath"] == data),
@@ -137,6 +138,7 @@ fn both_overlays_render_with_probes_security_and_a_grace_period_that_covers_the_
                     (&rolling["maxSurge"], &rolling["maxUnavailable"]),
                     (&1.into(), &0.into())
                 );
+                // The postgres overlay's container takes its secrets from the environment.
                 let env = claimd["env"].as_array().expect("env");
                 for name in ["CLAIMD_DATABASE_URL", "CLAIMD_SEAL_KEYS"] {
                     let from = env.iter().find(|e| e["name"] == name).expect(name);
@@ -196,6 +198,7 @@ async fn the_image_runs_claimd_from_scratch_as_uid_65532_without_a_shell() {
     ]);
     assert!(!shell.status.success(), "the image has a shell");
     let bytes = podman::run(&["image", "inspect", image, "--format", "{{.Size}}"]);
+    // podman prints the size as a number of bytes.
     let bytes: u64 = bytes.trim().parse().expect("a size in bytes");
     // Shown with --nocapture: the size of the tests' (debug) image.
     println!("{image}: {:.1} MB", bytes as f64 / 1e6);

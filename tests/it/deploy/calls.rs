@@ -73,6 +73,7 @@ impl Client {
         let answer = answer
             .unwrap_or_else(|s| panic!("Get {key}: {s:?}"))
             .into_inner();
+        // A Get that answers always carries the receipt.
         answer.receipt.expect("Get answers a receipt")
     }
 }
@@ -104,6 +105,7 @@ pub async fn under_rollout<F: Future<Output = ()>>(
     rollout.await;
     tokio::time::sleep(settle).await;
     stop.store(true, Ordering::SeqCst);
+    // The callers end when their last call does: within one call's deadline.
     let history = running.await.expect("the workload ran");
     let patience = Duration::from_secs(30);
     let finals = workload::finals_as(&history, service, patience, Some(api_key)).await;

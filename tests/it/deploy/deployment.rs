@@ -68,6 +68,7 @@ impl Deployment {
             .into_iter()
             .filter(|o| o["kind"] == "ConfigMap")
             .collect();
+        // Both overlays declare a preStop sleep (the render test checks it).
         let pre_stop = container["lifecycle"]["preStop"]["sleep"]["seconds"].as_u64();
         Deployment {
             name: manifests::name(&deployment).to_owned(),

@@ -72,6 +72,7 @@ async fn a_bad_flag_in_the_config_map_fails_readiness_with_claimds_start_up_erro
     let image = images::claimd().await;
     let _cleaned = podman::Cleaned::new();
     let mut objects = manifests::render("embedded");
+    // Both overlays have their flags in claimd-flags (the render test reads them there).
     let flags = objects
         .iter_mut()
         .find(|o| o["kind"] == "ConfigMap" && manifests::name(o).starts_with("claimd-flags"))

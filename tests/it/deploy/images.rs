@@ -25,6 +25,7 @@ pub async fn claimd() -> &'static str {
     static IMAGE: OnceCell<String> = OnceCell::const_new();
     IMAGE
         .get_or_init(|| async {
+            // build_claimd fails the test itself when the build fails.
             tokio::task::spawn_blocking(build_claimd)
                 .await
                 .expect("scripts/image ran")
@@ -35,6 +36,7 @@ pub async fn claimd() -> &'static str {
 fn build_claimd() -> String {
     let tag = format!("localhost/claimd:{}-test", version());
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    // scripts/image is part of the checkout.
     let out = Command::new(repo.join("scripts/image"))
         .args(["--binary", env!("CARGO_BIN_EXE_claimd"), "--tag", &tag])
         .env("CONTAINERS_CONF", podman::conf())
@@ -58,6 +60,7 @@ pub async fn postgres() -> &'static str {
     static IMAGE: OnceCell<String> = OnceCell::const_new();
     IMAGE
         .get_or_init(|| async {
+            // build_postgres fails the test itself when the build fails.
             tokio::task::spawn_blocking(build_postgres)
                 .await
                 .expect("the PostgreSQL image was built")
@@ -89,6 +92,7 @@ fn build_postgres() -> String {
     if exists && std::fs::read_to_string(&stamp_file).ok().as_deref() == Some(stamp.as_str()) {
         return tag;
     }
+    // The build script is part of the checkout.
     let out = Command::new(here.join("build"))
         .arg(podman::dir().join("postgres-context"))
         .arg(&tag)

@@ -34,6 +34,7 @@ fn kubectl(args: &[&str], stdin: Option<&str>) -> String {
         pipe.write_all(text.as_bytes()).expect("write to kubectl");
     }
     drop(child.stdin.take());
+    // A started kubectl can be waited for.
     let out = child.wait_with_output().expect("kubectl ran");
     assert!(
         out.status.success(),
@@ -89,6 +90,7 @@ pub fn one<'a>(objects: &'a [Value], kind: &str) -> &'a Value {
 
 /// The flags the overlay gives claimd: the data of the ConfigMap `claimd-flags-<hash>`.
 pub fn flags(objects: &[Value]) -> BTreeMap<String, String> {
+    // Both overlays have their flags there (docs/DEPLOY.md), as a map of strings.
     let map = objects
         .iter()
         .find(|o| o["kind"] == "ConfigMap" && name(o).starts_with("claimd-flags"))
@@ -106,6 +108,7 @@ pub fn name(object: &Value) -> &str {
 
 /// The claimd container of a pod spec.
 pub fn container(pod_spec: &Value) -> &Value {
+    // Every pod spec of deploy/kubernetes runs one container named claimd.
     let containers = pod_spec["containers"].as_array().expect("containers");
     containers
         .iter()
@@ -135,6 +138,7 @@ impl Probe {
         let port = probe["grpc"]["port"].as_u64();
         let port = port.unwrap_or_else(|| panic!("{which} is a gRPC probe: {probe}"));
         Probe {
+            // Kubernetes takes only port numbers there.
             port: u16::try_from(port).expect("a port number"),
             service: probe["grpc"]["service"].as_str().unwrap_or("").to_owned(),
             period: seconds(&probe["periodSeconds"], 10),
@@ -159,6 +163,7 @@ pub fn target_port(objects: &[Value], container: &Value) -> u16 {
             .and_then(|p| p["containerPort"].as_u64())
             .unwrap_or_else(|| panic!("no container port named {target}")),
     };
+    // Kubernetes takes only port numbers there.
     u16::try_from(port).expect("a port number")
 }
 

@@ -91,6 +91,7 @@ pub fn run(args: &[&str]) -> String {
 
 /// [`run`] on a blocking thread, so the async workers (and a workload on them) carry on.
 pub async fn run_async(args: Vec<String>) -> String {
+    // `run` fails the test itself when podman does.
     tokio::task::spawn_blocking(move || run(&args.iter().map(String::as_str).collect::<Vec<_>>()))
         .await
         .expect("a podman command ran")
@@ -98,6 +99,7 @@ pub async fn run_async(args: Vec<String>) -> String {
 
 /// `podman kube play` of `yaml` (documents separated by `---`); the pods it made start.
 pub async fn play(yaml: String) -> String {
+    // The temporary directory is writable wherever the tests run.
     let file = tempfile::Builder::new()
         .suffix(".yaml")
         .tempfile()
@@ -162,6 +164,7 @@ pub fn secret(name: &str, data: &[(&str, &str)]) {
             ((*k).to_owned(), serde_json::Value::String(value))
         })
         .collect();
+    // The temporary directory is writable wherever the tests run.
     let file = tempfile::NamedTempFile::new().expect("a temporary file for the secret");
     std::fs::write(file.path(), serde_json::Value::Object(map).to_string()).expect("write it");
     run(&["secret", "create", name, &file.path().display().to_string()]);
