@@ -301,10 +301,12 @@ impl Config {
     ) -> anyhow::Result<Config> {
         let database_url = args.database.url()?;
         let policies = args.policy.policies()?;
-        let connections = args.limits.connections()?;
+        let mut connections = args.limits.connections()?;
         let bodies = args.bodies.limits()?;
         args.auth.validate()?;
         let mesh = mesh::load(args.policy.config.as_deref())?;
+        connections.trusted_proxies = mesh.trusted_proxies.clone();
+        connections.proxy_protocol = mesh.proxy_protocol;
         // TLS first: a wrong flag combination or a bad PEM file stops claimd before anything
         // touches disk (`Application::build` reads the files again to serve them).
         let tls = TlsFiles {

@@ -36,6 +36,7 @@
 
 mod bind;
 mod io;
+pub mod proxy;
 mod refused;
 mod sources;
 
@@ -127,6 +128,12 @@ pub struct ConnectionLimits {
     pub max_concurrent_streams: u32,
     /// Calls served at once per connection; later ones wait in order.
     pub max_calls_per_connection: usize,
+    /// Peers (`[mesh]` `trusted_proxies`) whose connections count against the total but
+    /// not a per-source cap: they carry many callers (issue 48).
+    pub trusted_proxies: crate::mesh::TrustedProxies,
+    /// Whether a trusted peer's connection opens with a PROXY v2 header, whose address is
+    /// then its source ([`proxy`]).
+    pub proxy_protocol: bool,
 }
 
 impl ConnectionLimits {
@@ -213,15 +220,24 @@ impl Stream for Incoming {
             this.backoff = None;
         }
         loop {
-            let (stream, source) = match std::task::ready!(this.listener.poll_accept(cx)) {
-                Ok((stream, peer)) => (stream, Source::from(peer.ip())),
+            let (stream, peer) = match std::task::ready!(this.listener.poll_accept(cx)) {
+                Ok(accepted) => accepted,
                 Err(e) => {
                     this.backoff = Some(Box::pin(tokio::time::sleep(ACCEPT_BACKOFF)));
                     return Poll::Ready(Some(Err(e)));
                 }
             };
+            let source = Source::from(peer.ip());
+            // A trusted proxy carries many callers: it is held to the total only. Its PROXY
+            // header, if it sends one, names the source whose cap the connection then takes.
+            let trusted = this.limits.trusted_proxies.contains(peer.ip());
+            let per_source = if trusted {
+                Some(None)
+            } else {
+                this.per_source.try_take(source).map(Some)
+            };
             // A source over its own cap is refused by it, whether or not the listener is full.
-            let held = match this.per_source.try_take(source) {
+            let held = match per_source {
                 None => Err(Refused::PerSource),
                 Some(from_source) => match this.slots.clone().try_acquire_owned() {
                     Ok(slot) => Ok((slot, from_source)),
@@ -245,12 +261,15 @@ impl Stream for Incoming {
             let accepted = Instant::now();
             let first_bytes_by = this.limits.first_bytes_timeout.map(|t| accepted + t);
             let closes_at = this.limits.closes_at(accepted);
-            let io = LimitedIo::new(
+            let mut io = LimitedIo::new(
                 stream,
                 io::Held::new(slot, from_source, source),
                 first_bytes_by,
                 closes_at,
             );
+            if trusted && this.limits.proxy_protocol {
+                io.await_proxy_header(this.per_source.clone());
+            }
             return Poll::Ready(Some(Ok(io)));
         }
     }
@@ -273,6 +292,8 @@ mod tests {
             max_connection_age_grace: Duration::from_secs(3),
             max_concurrent_streams: 1,
             max_calls_per_connection: 1,
+            trusted_proxies: Default::default(),
+            proxy_protocol: false,
         }
     }
 

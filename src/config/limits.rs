@@ -104,6 +104,9 @@ impl LimitArgs {
             max_connection_age_grace: self.max_connection_age_grace,
             max_concurrent_streams: self.max_concurrent_streams,
             max_calls_per_connection: self.max_calls_per_connection as usize,
+            // From the `[mesh]` table (`Config::from_args`).
+            trusted_proxies: Default::default(),
+            proxy_protocol: false,
         })
     }
 }

@@ -4,17 +4,24 @@
 //! bytes are the decrypted ones, which the TLS stream above reports
 //! ([`LimitedIo::count_plaintext`], [`LimitedIo::note_plaintext`]).
 
-use super::PREFACE_LEN;
-use super::sources::SourceSlot;
+use super::sources::{PerSource, SourceSlot};
+use super::{PREFACE_LEN, Refused, proxy};
 use crate::source::Source;
 use std::io::{Error, ErrorKind, IoSlice, Result};
+use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::{Instant, Sleep};
 use tonic::transport::server::{Connected, TcpConnectInfo};
+
+/// How long a PROXY header may take when `--first-bytes-timeout` is off: every read has a
+/// deadline.
+pub const PROXY_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Which deadline a connection is under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,16 +42,20 @@ enum Counting {
 }
 
 /// What an accepted connection holds until it closes: its slot of the listener's cap and
-/// its slot of its source's.
+/// its slot of its source's (none for a trusted proxy until its PROXY header names one).
 pub(super) struct Held {
     _slot: OwnedSemaphorePermit,
-    _from_source: SourceSlot,
+    _from_source: Option<SourceSlot>,
     source: Source,
 }
 
 impl Held {
     /// `slot` of the cap and `from_source` of `source`'s.
-    pub(super) fn new(slot: OwnedSemaphorePermit, from_source: SourceSlot, source: Source) -> Held {
+    pub(super) fn new(
+        slot: OwnedSemaphorePermit,
+        from_source: Option<SourceSlot>,
+        source: Source,
+    ) -> Held {
         Held {
             _slot: slot,
             _from_source: from_source,
@@ -57,6 +68,11 @@ impl Held {
 /// `crate::listener`).
 pub struct LimitedIo {
     io: TcpStream,
+    /// Set while a PROXY v2 header is still to be read: the caps its source will take.
+    awaiting_proxy: Option<Arc<PerSource>>,
+    /// The caller's address from the PROXY header, reported instead of the proxy's.
+    proxied: Option<SocketAddr>,
+    first_bytes_by: Option<Instant>,
     phase: Phase,
     counting: Counting,
     read: usize,
@@ -81,6 +97,9 @@ impl LimitedIo {
         };
         LimitedIo {
             io,
+            awaiting_proxy: None,
+            proxied: None,
+            first_bytes_by: first,
             phase: Phase::Preface,
             counting: Counting::Socket,
             read: 0,
@@ -93,6 +112,51 @@ impl LimitedIo {
     /// Where the connection comes from.
     pub fn source(&self) -> Source {
         self.held.source
+    }
+
+    /// Marks the connection as opening with a PROXY v2 header, read by
+    /// [`LimitedIo::read_proxy_header`]; its source then takes a slot of `per_source`.
+    pub(super) fn await_proxy_header(&mut self, per_source: Arc<PerSource>) {
+        self.awaiting_proxy = Some(per_source);
+    }
+
+    /// Whether [`LimitedIo::read_proxy_header`] has a header to read.
+    pub fn awaits_proxy_header(&self) -> bool {
+        self.awaiting_proxy.is_some()
+    }
+
+    /// Reads the PROXY v2 header, if one is awaited, straight from the socket within the
+    /// first-bytes timeout (or [`PROXY_HEADER_TIMEOUT`] when that is off): its address
+    /// becomes the connection's source and takes a slot of that source's cap. An error
+    /// closes the connection: `Some(Refused::PerSource)` when the source is at its cap.
+    pub async fn read_proxy_header(&mut self) -> std::result::Result<(), Option<Refused>> {
+        let Some(per_source) = self.awaiting_proxy.take() else {
+            return Ok(());
+        };
+        let by = self
+            .first_bytes_by
+            .unwrap_or_else(|| Instant::now() + PROXY_HEADER_TIMEOUT);
+        let header = match tokio::time::timeout_at(by, proxy::read_header(&mut self.io)).await {
+            Ok(Ok(header)) => header,
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "PROXY header refused; closing the connection");
+                return Err(None);
+            }
+            Err(_) => {
+                tracing::debug!("no PROXY header within the first-bytes timeout; closing");
+                return Err(None);
+            }
+        };
+        // LOCAL: the proxy's own connection (a health check); it stays its own source.
+        let Some(caller) = header else { return Ok(()) };
+        let source = Source::from(caller.ip());
+        let slot = per_source
+            .try_take(source)
+            .ok_or(Some(Refused::PerSource))?;
+        self.held._from_source = Some(slot);
+        self.held.source = source;
+        self.proxied = Some(caller);
+        Ok(())
     }
 
     /// From now on only the bytes reported by [`LimitedIo::note_plaintext`] count towards
@@ -142,7 +206,11 @@ impl Connected for LimitedIo {
     type ConnectInfo = TcpConnectInfo;
 
     fn connect_info(&self) -> TcpConnectInfo {
-        self.io.connect_info()
+        let mut info = self.io.connect_info();
+        if let Some(caller) = self.proxied {
+            info.remote_addr = Some(caller);
+        }
+        info
     }
 }
 

@@ -42,7 +42,13 @@ pub(super) async fn serve_health_only<S>(
         http1: false,
         limits: limits.clone(),
     };
-    super::serve::serve(limits.incoming(listener), serving, async {
+    // Probes connect directly: no PROXY header, and no peer trusted with many callers.
+    let direct = crate::listener::ConnectionLimits {
+        trusted_proxies: Default::default(),
+        proxy_protocol: false,
+        ..limits.clone()
+    };
+    super::serve::serve(direct.incoming(listener), serving, async {
         let _ = stop.await;
     })
     .await;

@@ -12,7 +12,7 @@
 //! timeout counts decrypted bytes only ([`LimitedIo::count_plaintext`]): a ClientHello does
 //! not pass it, and neither does a handshake followed by silence.
 
-use crate::listener::{Handshakes, Incoming, LimitedIo, Refusals};
+use crate::listener::{Handshakes, Incoming, LimitedIo, Refusals, Refused};
 use futures_util::stream::{FuturesUnordered, Stream, StreamExt};
 use std::io::{IoSlice, Result};
 use std::pin::Pin;
@@ -31,7 +31,7 @@ pub enum Conn {
     Tls(Box<TlsStream<LimitedIo>>),
 }
 
-type Handshake = Pin<Box<dyn Future<Output = Option<Conn>> + Send>>;
+type Handshake = Pin<Box<dyn Future<Output = std::result::Result<Conn, Option<Refused>>> + Send>>;
 
 /// The connections of the main listener, through TLS when it is configured.
 pub struct Accepting {
@@ -60,53 +60,66 @@ impl Stream for Accepting {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
-        let Some(acceptor) = &this.acceptor else {
-            return this
-                .incoming
-                .poll_next_unpin(cx)
-                .map(|next| next.map(|io| io.map(Conn::Plain)));
-        };
-        // Start a handshake for every connection accepted since the last poll.
+        // Finished PROXY headers and handshakes first, so a flood of new connections cannot
+        // hold them back.
+        while let Poll::Ready(Some(done)) = this.handshakes.poll_next_unpin(cx) {
+            match done {
+                Ok(conn) => return Poll::Ready(Some(Ok(conn))),
+                Err(Some(why)) => this.refusals.note(why),
+                Err(None) => {}
+            }
+        }
+        // Start the PROXY header read and the handshake of every connection accepted since.
         while let Poll::Ready(next) = this.incoming.poll_next_unpin(cx) {
             match next {
-                Some(Ok(mut io)) => {
-                    let slot = match this.limits.try_start(io.source()) {
-                        Ok(slot) => slot,
-                        Err(why) => {
-                            // Dropping the connection closes it.
-                            drop(io);
-                            this.refusals.note(why);
-                            continue;
-                        }
-                    };
-                    io.count_plaintext();
-                    let accept = acceptor.accept(io);
-                    this.handshakes.push(Box::pin(async move {
-                        // Held until the handshake is over, however it ends.
-                        let _slot = slot;
-                        match tokio::time::timeout(super::HANDSHAKE_TIMEOUT, accept).await {
-                            Ok(Ok(tls)) => Some(Conn::Tls(Box::new(tls))),
-                            Ok(Err(e)) => {
-                                tracing::debug!(error = %e, "TLS handshake failed");
-                                None
-                            }
-                            Err(_) => {
-                                tracing::debug!("TLS handshake timed out");
-                                None
-                            }
-                        }
-                    }));
+                Some(Ok(io)) if this.acceptor.is_none() && !io.awaits_proxy_header() => {
+                    return Poll::Ready(Some(Ok(Conn::Plain(io))));
+                }
+                Some(Ok(io)) => {
+                    let opening = open(io, this.acceptor.clone(), this.limits.clone());
+                    this.handshakes.push(Box::pin(opening));
                 }
                 Some(Err(e)) => return Poll::Ready(Some(Err(e))),
                 None => return Poll::Ready(None),
             }
         }
+        // The ones just started are polled once, so that each registers for its wake-up.
         while let Poll::Ready(Some(done)) = this.handshakes.poll_next_unpin(cx) {
-            if let Some(conn) = done {
-                return Poll::Ready(Some(Ok(conn)));
+            match done {
+                Ok(conn) => return Poll::Ready(Some(Ok(conn))),
+                Err(Some(why)) => this.refusals.note(why),
+                Err(None) => {}
             }
         }
         Poll::Pending
+    }
+}
+
+/// Opens `io`: its PROXY header if one is awaited (`listener::proxy`), then its TLS
+/// handshake if `acceptor` is set, holding a slot of `limits` (taken for the source the
+/// header named) while the handshake runs. `Err(Some(_))`: closed by a limit.
+async fn open(
+    mut io: LimitedIo,
+    acceptor: Option<TlsAcceptor>,
+    limits: Handshakes,
+) -> std::result::Result<Conn, Option<Refused>> {
+    io.read_proxy_header().await?;
+    let Some(acceptor) = acceptor else {
+        return Ok(Conn::Plain(io));
+    };
+    // Held until the handshake is over, however it ends.
+    let _slot = limits.try_start(io.source()).map_err(Some)?;
+    io.count_plaintext();
+    match tokio::time::timeout(super::HANDSHAKE_TIMEOUT, acceptor.accept(io)).await {
+        Ok(Ok(tls)) => Ok(Conn::Tls(Box::new(tls))),
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "TLS handshake failed");
+            Err(None)
+        }
+        Err(_) => {
+            tracing::debug!("TLS handshake timed out");
+            Err(None)
+        }
     }
 }
 

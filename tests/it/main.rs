@@ -61,6 +61,7 @@ mod limits;
 mod lock_waits;
 mod logs;
 mod model;
+mod mesh;
 mod model_concurrency;
 mod module_graph;
 mod orphans;
