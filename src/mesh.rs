@@ -4,6 +4,8 @@
 //! API key ([`MeshIdentity`]). Read from the `[mesh]` table of `--config` at start
 //! (`config::mesh`); nothing here is believed from any other peer.
 
+pub mod forwarded;
+
 use std::collections::HashMap;
 use std::fmt;
 use std::net::IpAddr;

@@ -3,7 +3,8 @@
 //! with the limits of [`ConnectionLimits`] set on hyper's builder (`ConnectionLimits::http`)
 //! rather than through tonic's `Server`, which has no bound for HTTP/1.1 request heads.
 //! Per connection: the calls served at once are limited (`--max-calls-per-connection`), the
-//! peer's address is in every request's extensions (`TcpConnectInfo`, as tonic puts it),
+//! peer's address is in every request's extensions (`TcpConnectInfo`, as tonic puts it;
+//! from a trusted proxy, the caller its `X-Forwarded-For` names, `mesh::forwarded`),
 //! HTTP/1.1 heads are counted against the body budget ([`super::heads`]), and at the
 //! maximum age the connection is told to finish (GOAWAY; HTTP/1.1: no keep-alive).
 //!
@@ -14,6 +15,7 @@
 use super::heads::{HeadMeter, Metered};
 use crate::body_limit::{Budget, Source};
 use crate::listener::ConnectionLimits;
+use crate::mesh::{TrustedProxies, forwarded};
 use futures_util::{Stream, StreamExt};
 use http::{Request, Response};
 use hyper::body::Incoming;
@@ -103,10 +105,16 @@ where
     let source = info.remote_addr().map(|a| Source::from(a.ip()));
     let meter = HeadMeter::new(serving.budget.clone(), source);
     let io = TokioIo::new(Metered::new(io, meter.clone()));
+    // A trusted proxy's requests name their caller in X-Forwarded-For.
+    let trusted = info
+        .remote_addr()
+        .filter(|peer| serving.limits.trusted_proxies.contains(peer.ip()))
+        .map(|proxy| (proxy, serving.limits.trusted_proxies.clone()));
     let per_connection = PerConnection {
         inner: serving.service.clone(),
         info,
         meter,
+        trusted,
     };
     let limited = tower::limit::ConcurrencyLimit::new(
         per_connection,
@@ -155,6 +163,8 @@ struct PerConnection<S> {
     inner: S,
     info: TcpConnectInfo,
     meter: Arc<HeadMeter>,
+    /// The peer and the trusted proxies, when the peer is one of them.
+    trusted: Option<(std::net::SocketAddr, TrustedProxies)>,
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -175,7 +185,15 @@ where
     fn call(&mut self, mut request: Request<Incoming>) -> Self::Future {
         // A request is only handed over once its head is whole.
         self.meter.head_done();
-        request.extensions_mut().insert(self.info.clone());
+        let mut info = self.info.clone();
+        if let Some((proxy, trusted)) = &self.trusted {
+            // The per-call limits count the caller the proxy names, not the proxy.
+            let caller = forwarded::caller(request.headers(), proxy.ip(), trusted);
+            info.remote_addr = Some(std::net::SocketAddr::new(caller, 0));
+            let via = forwarded::ViaTrustedProxy { proxy: *proxy };
+            request.extensions_mut().insert(via);
+        }
+        request.extensions_mut().insert(info);
         let answered = self.inner.call(request.map(Body::new));
         let meter = self.meter.is_http1().then(|| self.meter.clone());
         Box::pin(async move {

@@ -4,6 +4,7 @@
 //! is in `src/config/mesh` and `startup_errors/mesh.rs`.
 
 mod haproxy;
+mod nginx;
 
 use bytes::Bytes;
 use std::net::SocketAddr;
