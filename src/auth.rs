@@ -25,6 +25,7 @@
 use crate::source::Source;
 use crate::store::{Store, StoreError};
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -36,6 +37,7 @@ mod known;
 mod layer;
 mod limit;
 mod local;
+pub mod mesh;
 mod touch;
 use cache::{Answers, Cached, Known};
 use key::hash_secret;
@@ -81,6 +83,19 @@ pub enum Refusal {
     /// (`--auth-failure-limit`), and the key is not a correct one.
     #[error("too many failed authentications from this address; retry later")]
     TooManyFailures,
+    /// `x-forwarded-client-cert` or `l5d-client-id` from a peer not in `[mesh]`
+    /// `trusted_proxies`.
+    #[error(
+        "mesh identity headers (x-forwarded-client-cert, l5d-client-id) are believed only \
+         from [mesh] trusted_proxies"
+    )]
+    UntrustedIdentity,
+    /// The mesh identity has no SPIFFE ID, or one not in `[mesh.spiffe]`.
+    #[error("unknown mesh identity: map its SPIFFE ID in [mesh.spiffe] of --config")]
+    UnknownIdentity,
+    /// A call with an API key and a mesh identity of another tenant.
+    #[error("the API key and the mesh identity act for different tenants")]
+    IdentityMismatch,
     /// Protected mode: a call without credentials addressed to another host than this
     /// machine (a `Host` other than `localhost` or a loopback address: DNS rebinding).
     #[error(
@@ -163,6 +178,7 @@ pub struct Authenticator {
     known: known::KnownSecrets,
     uses: Arc<touch::Uses>,
     keys_exist: Mutex<Option<(Instant, bool)>>,
+    identities: HashMap<String, crate::mesh::MeshIdentity>,
 }
 
 impl Authenticator {
@@ -177,6 +193,7 @@ impl Authenticator {
             uses: Arc::default(),
             options,
             keys_exist: Mutex::new(None),
+            identities: HashMap::new(),
         }
     }
 
@@ -195,6 +212,71 @@ impl Authenticator {
         self.uses.flush(self.store.as_ref()).await;
     }
 
+    /// Maps the mesh identities of `[mesh.spiffe]` (SPIFFE ID → tenant and namespaces).
+    pub fn with_identities(
+        mut self,
+        identities: HashMap<String, crate::mesh::MeshIdentity>,
+    ) -> Self {
+        self.identities = identities;
+        self
+    }
+
+    /// As [`Authenticator::authenticate`], with the mesh identity the call claims
+    /// (`mesh::claimed_id`): without a key it acts for the identity's tenant; with one, the
+    /// key's, refused if the identity is unknown or of another tenant. Every refusal counts
+    /// against the failure limit of `peer`'s source.
+    pub async fn authenticate_call(
+        &self,
+        header: Option<&[u8]>,
+        identity: Option<Result<String, Refusal>>,
+        peer: Option<IpAddr>,
+    ) -> Result<Principal, AuthError> {
+        let Some(identity) = identity else {
+            return self.authenticate(header, peer).await;
+        };
+        let source = peer.map(Source::from);
+        let answer = match identity.and_then(|id| self.identity(&id)) {
+            Err(refusal) => Err(refusal.into()),
+            Ok(mesh) => match header {
+                None => Ok(mesh),
+                Some(_) => self.check(header, source).await.and_then(|key| {
+                    (key.tenant == mesh.tenant)
+                        .then_some(key)
+                        .ok_or(Refusal::IdentityMismatch.into())
+                }),
+            },
+        };
+        self.count(answer, source)
+    }
+
+    /// Whether `[mesh.spiffe]` maps `id`.
+    pub fn knows_identity(&self, id: &str) -> bool {
+        self.identities.contains_key(id)
+    }
+
+    /// The principal `[mesh.spiffe]` maps `id` to.
+    fn identity(&self, id: &str) -> Result<Principal, Refusal> {
+        let mapped = self.identities.get(id).ok_or(Refusal::UnknownIdentity)?;
+        Ok(Principal {
+            tenant: mapped.tenant.clone(),
+            namespaces: (!mapped.namespaces.is_empty()).then(|| mapped.namespaces.clone()),
+        })
+    }
+
+    /// `answer`, counted against `source`'s failure limit if it is a refusal.
+    fn count(
+        &self,
+        answer: Result<Principal, AuthError>,
+        source: Option<Source>,
+    ) -> Result<Principal, AuthError> {
+        if let (Err(AuthError::Refused(refusal)), Some(source)) = (&answer, source)
+            && (!self.failures.fail(source) || *refusal == Refusal::TooManyFailures)
+        {
+            return Err(Refusal::TooManyFailures.into());
+        }
+        answer
+    }
+
     /// The principal for an `authorization` header value (or its absence) from `peer`.
     /// Every refusal counts against the failure limit of `peer`'s source; over it, the
     /// refusal is [`Refusal::TooManyFailures`].
@@ -206,12 +288,7 @@ impl Authenticator {
         let source = peer.map(Source::from);
         let answer = self.check(header, source).await;
         // Recorded for a refusal made before any lookup too: that counts it as throttled.
-        if let (Err(AuthError::Refused(refusal)), Some(source)) = (&answer, source)
-            && (!self.failures.fail(source) || *refusal == Refusal::TooManyFailures)
-        {
-            return Err(Refusal::TooManyFailures.into());
-        }
-        answer
+        self.count(answer, source)
     }
 
     async fn check(

@@ -4,6 +4,7 @@
 //! API key ([`MeshIdentity`]). Read from the `[mesh]` table of `--config` at start
 //! (`config::mesh`); nothing here is believed from any other peer.
 
+pub mod cert;
 pub mod forwarded;
 
 use std::collections::HashMap;

@@ -154,11 +154,14 @@ impl Application {
         .with_namespace_limit(self.config.metrics_namespace_limit)
         .with_page_bytes(self.config.list_page_bytes)
         .with_waits(self.config.max_waiting_claims, drain.clone());
-        let auth = Arc::new(Authenticator::new(
-            self.store.clone(),
-            self.config.allows_calls_without_keys(),
-            self.config.auth_options(),
-        ));
+        let auth = Arc::new(
+            Authenticator::new(
+                self.store.clone(),
+                self.config.allows_calls_without_keys(),
+                self.config.auth_options(),
+            )
+            .with_identities(self.config.mesh.spiffe.clone()),
+        );
         // Requests no larger than the largest valid one; answers as large as a full page.
         let claims = ClaimServiceServer::new(api.clone())
             .max_decoding_message_size(MAX_REQUEST_BYTES)

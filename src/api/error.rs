@@ -129,7 +129,10 @@ impl From<Refusal> for Status {
             | Refusal::NotBearer
             | Refusal::MalformedKey
             | Refusal::UnknownKey
+            | Refusal::UntrustedIdentity
+            | Refusal::UnknownIdentity
             | Refusal::NoPrincipal => Code::Unauthenticated,
+            Refusal::IdentityMismatch => Code::PermissionDenied,
             Refusal::RevokedKey
             | Refusal::NamespaceDenied(_)
             | Refusal::NamespaceRequired

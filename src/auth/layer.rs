@@ -113,7 +113,17 @@ where
                 .headers()
                 .get(http::header::AUTHORIZATION)
                 .map(|v| v.as_bytes());
-            match auth.authenticate(header, peer_ip(&request)).await {
+            // A certificate's ID counts only when mapped: an unmapped one leaves the key.
+            let identity = super::mesh::claimed_id(&request).or_else(|| {
+                let cert = request
+                    .extensions()
+                    .get::<crate::mesh::cert::CertIdentity>()?;
+                auth.knows_identity(&cert.0).then(|| Ok(cert.0.clone()))
+            });
+            match auth
+                .authenticate_call(header, identity, peer_ip(&request))
+                .await
+            {
                 Ok(principal) => {
                     request.extensions_mut().insert(principal);
                     inner.call(request).await

@@ -73,6 +73,8 @@ pub struct LimitedIo {
     /// The caller's address from the PROXY header, reported instead of the proxy's.
     proxied: Option<SocketAddr>,
     first_bytes_by: Option<Instant>,
+    /// The SPIFFE ID of the client certificate, set after the TLS handshake.
+    client_id: Option<crate::mesh::cert::CertIdentity>,
     phase: Phase,
     counting: Counting,
     read: usize,
@@ -100,6 +102,7 @@ impl LimitedIo {
             awaiting_proxy: None,
             proxied: None,
             first_bytes_by: first,
+            client_id: None,
             phase: Phase::Preface,
             counting: Counting::Socket,
             read: 0,
@@ -112,6 +115,11 @@ impl LimitedIo {
     /// Where the connection comes from.
     pub fn source(&self) -> Source {
         self.held.source
+    }
+
+    /// Records the SPIFFE ID of the client certificate the TLS handshake verified.
+    pub fn set_client_id(&mut self, id: Option<String>) {
+        self.client_id = id.map(crate::mesh::cert::CertIdentity);
     }
 
     /// Marks the connection as opening with a PROXY v2 header, read by
@@ -271,5 +279,11 @@ impl AsyncWrite for LimitedIo {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
         Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+impl crate::mesh::cert::PeerIdentity for LimitedIo {
+    fn peer_identity(&self) -> Option<crate::mesh::cert::CertIdentity> {
+        self.client_id.clone()
     }
 }

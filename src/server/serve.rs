@@ -15,6 +15,7 @@
 use super::heads::{HeadMeter, Metered};
 use crate::body_limit::{Budget, Source};
 use crate::listener::ConnectionLimits;
+use crate::mesh::cert::{CertIdentity, PeerIdentity};
 use crate::mesh::{TrustedProxies, forwarded};
 use futures_util::{Stream, StreamExt};
 use http::{Request, Response};
@@ -52,7 +53,13 @@ pub struct Serving<S> {
 pub async fn serve<I, IO, S>(incoming: I, serving: Serving<S>, shutdown: impl Future<Output = ()>)
 where
     I: Stream<Item = std::io::Result<IO>>,
-    IO: AsyncRead + AsyncWrite + Connected<ConnectInfo = TcpConnectInfo> + Unpin + Send + 'static,
+    IO: AsyncRead
+        + AsyncWrite
+        + Connected<ConnectInfo = TcpConnectInfo>
+        + PeerIdentity
+        + Unpin
+        + Send
+        + 'static,
     S: tower::Service<Request<Body>, Response = Response<Body>, Error = Infallible>
         + Clone
         + Send
@@ -94,7 +101,13 @@ fn connection<IO, S>(
     mut stopped: watch::Receiver<()>,
 ) -> impl Future<Output = ()> + Send + 'static + use<IO, S>
 where
-    IO: AsyncRead + AsyncWrite + Connected<ConnectInfo = TcpConnectInfo> + Unpin + Send + 'static,
+    IO: AsyncRead
+        + AsyncWrite
+        + Connected<ConnectInfo = TcpConnectInfo>
+        + PeerIdentity
+        + Unpin
+        + Send
+        + 'static,
     S: tower::Service<Request<Body>, Response = Response<Body>, Error = Infallible>
         + Clone
         + Send
@@ -102,6 +115,7 @@ where
     S::Future: Send + 'static,
 {
     let info = io.connect_info();
+    let client_id = io.peer_identity();
     let source = info.remote_addr().map(|a| Source::from(a.ip()));
     let meter = HeadMeter::new(serving.budget.clone(), source);
     let io = TokioIo::new(Metered::new(io, meter.clone()));
@@ -115,6 +129,7 @@ where
         info,
         meter,
         trusted,
+        client_id,
     };
     let limited = tower::limit::ConcurrencyLimit::new(
         per_connection,
@@ -165,6 +180,8 @@ struct PerConnection<S> {
     meter: Arc<HeadMeter>,
     /// The peer and the trusted proxies, when the peer is one of them.
     trusted: Option<(std::net::SocketAddr, TrustedProxies)>,
+    /// The SPIFFE ID of the client's certificate (mTLS).
+    client_id: Option<CertIdentity>,
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -194,6 +211,9 @@ where
             request.extensions_mut().insert(via);
         }
         request.extensions_mut().insert(info);
+        if let Some(id) = &self.client_id {
+            request.extensions_mut().insert(id.clone());
+        }
         let answered = self.inner.call(request.map(Body::new));
         let meter = self.meter.is_http1().then(|| self.meter.clone());
         Box::pin(async move {

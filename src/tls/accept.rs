@@ -24,6 +24,8 @@ use tokio_rustls::server::TlsStream;
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
 /// One served connection: as accepted, or after its TLS handshake.
+// One per connection: boxing the plaintext one would cost an allocation each for nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Conn {
     /// A plaintext connection.
     Plain(LimitedIo),
@@ -111,7 +113,12 @@ async fn open(
     let _slot = limits.try_start(io.source()).map_err(Some)?;
     io.count_plaintext();
     match tokio::time::timeout(super::HANDSHAKE_TIMEOUT, acceptor.accept(io)).await {
-        Ok(Ok(tls)) => Ok(Conn::Tls(Box::new(tls))),
+        Ok(Ok(mut tls)) => {
+            let cert = tls.get_ref().1.peer_certificates().and_then(|c| c.first());
+            let id = cert.and_then(|der| crate::mesh::cert::spiffe_id(der));
+            tls.get_mut().0.set_client_id(id);
+            Ok(Conn::Tls(Box::new(tls)))
+        }
         Ok(Err(e)) => {
             tracing::debug!(error = %e, "TLS handshake failed");
             Err(None)
@@ -192,6 +199,15 @@ impl AsyncWrite for Conn {
         match self.get_mut() {
             Conn::Plain(io) => Pin::new(io).poll_shutdown(cx),
             Conn::Tls(tls) => Pin::new(tls.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+impl crate::mesh::cert::PeerIdentity for Conn {
+    fn peer_identity(&self) -> Option<crate::mesh::cert::CertIdentity> {
+        match self {
+            Conn::Plain(io) => io.peer_identity(),
+            Conn::Tls(tls) => tls.get_ref().0.peer_identity(),
         }
     }
 }

@@ -4,6 +4,8 @@
 //! is in `src/config/mesh` and `startup_errors/mesh.rs`.
 
 mod haproxy;
+mod identity;
+mod mtls;
 mod nginx;
 
 use bytes::Bytes;

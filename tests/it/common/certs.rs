@@ -26,6 +26,7 @@ pub struct Pki {
     /// A client certificate and key signed by another CA.
     pub stranger: Identity,
     ca_pem: String,
+    issuer: Issuer<'static, KeyPair>,
     dir: tempfile::TempDir,
 }
 
@@ -103,8 +104,27 @@ impl Pki {
             client: Identity::from_pem(client_cert, client_key),
             stranger: Identity::from_pem(stranger_cert, stranger_key),
             ca_pem,
+            issuer: ca,
             dir,
         }
+    }
+
+    /// A client certificate from this CA whose SAN holds the URI `uri` (a SPIFFE ID).
+    pub fn client_with_uri(&self, uri: &str) -> Identity {
+        // Certificate generation only fails on invalid parameters, and these are fixed.
+        let mut params = CertificateParams::new(vec!["client.test".to_owned()]).expect("params");
+        // A SPIFFE ID is ASCII.
+        let uri = rcgen::string::Ia5String::try_from(uri).expect("an ASCII URI");
+        params.subject_alt_names.push(rcgen::SanType::URI(uri));
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        params.use_authority_key_identifier_extension = true;
+        // Key generation only fails without system randomness; signing then cannot fail.
+        let key = KeyPair::generate().expect("leaf key");
+        let cert = params
+            .signed_by(&key, &self.issuer)
+            .expect("leaf certificate");
+        Identity::from_pem(cert.pem(), key.serialize_pem())
     }
 
     /// The directory holding every file of this PKI (`ca.pem`, `client.pem`, …).
