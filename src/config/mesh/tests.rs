@@ -101,3 +101,11 @@ fn spiffe_ids_tenants_and_namespaces_are_checked_naming_the_key() {
     let err = refused("[mesh.spiffe.\"spiffe://a/b\"]\nnamespaces = [\"x\"]\n");
     assert!(err.contains("tenant"), "{err}");
 }
+
+#[test]
+fn the_mesh_example_of_the_kubernetes_manifests_is_valid() {
+    let text = include_str!("../../../deploy/kubernetes/mesh/claimd.toml");
+    let mesh = parse(text).unwrap();
+    assert!(mesh.trusted_proxies.contains("127.0.0.6".parse().unwrap()));
+    crate::config::policies::parse(Path::new("claimd.toml"), text).unwrap();
+}
