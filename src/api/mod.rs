@@ -127,18 +127,24 @@ impl ClaimsApi {
         let action = action(policy)?;
         tracing::debug!(claim.action = action.name(), "act");
         let began = tokio::time::Instant::now();
-        let receipt = self.store.act(&tenant, &id, token, &action, policy).await?;
+        let mut receipt = self.store.act(&tenant, &id, token, &action, policy).await?;
         // A Heartbeat's new lease starts inside its write (after any lock it waited for, and
-        // before its commit waited): if the write took more than three quarters of the
+        // before its commit waited): if the call took more than three quarters of the
         // lease, on this process's clock, less than a quarter of it may be left when the
-        // answer leaves, and OK would tell the holder it holds a lease that is over
-        // (docs/DESIGN.md §4.1). UNAVAILABLE, saying the lease may have been extended.
-        if let Action::Heartbeat { lease_ttl, .. } = &action
-            && !wait::fresh(began, lease_ttl.to_std().unwrap_or_default())
-        {
-            return Err(
-                crate::store::StoreError::LateLease(crate::store::LeaseCall::Heartbeat).into(),
-            );
+        // answer leaves, and OK would tell the holder it holds a lease that is over. It is
+        // renewed first, as a slow Claim's is, or answered UNAVAILABLE saying the lease may
+        // have been extended (docs/DESIGN.md §4.1).
+        if let Action::Heartbeat { lease_ttl, .. } = &action {
+            let held = wait::Held {
+                tenant: &tenant,
+                id: &id,
+                token,
+                lease_ttl: *lease_ttl,
+                call: crate::store::LeaseCall::Heartbeat,
+            };
+            if let Some(renewed) = wait::renewed(&*self.store, held, policy, began).await? {
+                receipt = renewed;
+            }
         }
         Ok(Some(convert::receipt(receipt)))
     }

@@ -6,15 +6,17 @@
 //! connection and spawns no task, so a cancelled call leaves nothing behind. At most
 //! `--max-waiting-claims` wait at once; a drain answers them all at once.
 
-use crate::domain::{Action, ClaimInput, ClaimOutcome, Decision, Policy};
+use crate::domain::{Action, ClaimInput, ClaimOutcome, Decision, Policy, Receipt, ReceiptKey};
 use crate::drain::Drain;
 use crate::store::{LeaseCall, Store, StoreError};
 use crate::telemetry::waits::{Ended, Waiting, woke};
+use chrono::TimeDelta;
 use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
+use uuid::Uuid;
 
 /// `--max-waiting-claims` unless set: a waiting Claim holds a stream and about a kilobyte,
 /// no connection and no task.
@@ -32,7 +34,7 @@ const FIRST_PAUSE: Duration = Duration::from_millis(10);
 /// The longest such pause.
 const LAST_PAUSE: Duration = Duration::from_secs(1);
 
-/// How many times a Claim whose lease ended before its answer was ready renews it.
+/// How many times a Claim or Heartbeat whose write took most of its lease renews it.
 const FRESH_LEASES: usize = 3;
 
 /// Whether a lease of `ttl` set by a write that began at `began` still has more than a
@@ -42,51 +44,92 @@ pub(super) fn fresh(began: Instant, ttl: Duration) -> bool {
     began.elapsed() < ttl * 3 / 4
 }
 
+/// A lease just granted or extended, as [`renewed`] renews it.
+pub(super) struct Held<'a> {
+    pub tenant: &'a str,
+    pub id: &'a ReceiptKey,
+    /// The holder's token.
+    pub token: Uuid,
+    /// The lease it asked for.
+    pub lease_ttl: TimeDelta,
+    /// The call that is answered.
+    pub call: LeaseCall,
+}
+
+/// Renews the lease `token` was granted by a write that began at `began`, as long as that
+/// write (or the last renewal) took more than three quarters of `lease_ttl`: a Heartbeat of
+/// the same token, which writes a fresh lease for the same attempt, up to [`FRESH_LEASES`]
+/// times, each measured from when its own write began. The receipt of the last renewal,
+/// or `None` when the first write was quick enough. A renewal that fails (the deadline
+/// came, the database went away, the receipt was taken over) or a last one as slow is
+/// [`StoreError::LateLease`]: what the first write granted stands, with a lease that may
+/// end before the answer arrives (docs/DESIGN.md §4.1).
+pub(super) async fn renewed(
+    store: &dyn Store,
+    held: Held<'_>,
+    policy: &Policy,
+    began: Instant,
+) -> Result<Option<Receipt>, StoreError> {
+    let Held {
+        tenant,
+        id,
+        token,
+        lease_ttl,
+        call,
+    } = held;
+    let ttl = lease_ttl.to_std().unwrap_or_default();
+    let (mut began, mut last) = (began, None);
+    for _ in 0..FRESH_LEASES {
+        if fresh(began, ttl) {
+            return Ok(last);
+        }
+        let renew = Action::Heartbeat {
+            lease_ttl,
+            checkpoint: None,
+        };
+        let again = Instant::now();
+        match store.act(tenant, id, token, &renew, policy).await {
+            Ok(receipt) => last = Some(receipt),
+            Err(_) => return Err(StoreError::LateLease(call)),
+        }
+        began = again;
+    }
+    match fresh(began, ttl) {
+        true => Ok(last),
+        false => Err(StoreError::LateLease(call)),
+    }
+}
+
 /// `store.claim`, making sure a CLAIMED answer carries at least a quarter of its lease when
 /// it leaves claimd (docs/DESIGN.md §4.1): when the write took more than three quarters of
 /// the lease (a commit that waited for a synchronous standby a new leader did not have yet,
 /// issues 34 and 46; a batch behind another transaction's row lock), the same call renews
-/// the lease it was granted before it answers — a Heartbeat of its own token, which writes
-/// a fresh lease for the same attempt — up to [`FRESH_LEASES`] times, each measured from
-/// when its own write began. A Claim whose lease may still end too soon (every renewal was
-/// as slow, or the call's deadline came first), whose renewal failed, or whose receipt was
-/// taken over meanwhile is answered UNAVAILABLE saying its attempt may have been granted
-/// ([`StoreError::LateLease`]): the caller retries and finds the receipt IN_FLIGHT until
-/// that lease ends, then claims it. Never CLAIMED with a lease that may be over.
+/// the lease it was granted before it answers ([`renewed`]); reading the row again would
+/// only find the same short lease. A Claim whose lease may still end too soon is answered
+/// UNAVAILABLE saying its attempt may have been granted: the caller retries and finds the
+/// receipt IN_FLIGHT until that lease ends, then claims it. Never CLAIMED with a lease that
+/// may be over.
 async fn claim_live(
     store: &dyn Store,
     tenant: &str,
     input: &ClaimInput,
     policy: &Policy,
 ) -> Result<ClaimOutcome, StoreError> {
-    let ttl = input.lease_ttl.to_std().unwrap_or_default();
-    let mut began = Instant::now();
+    let began = Instant::now();
     let mut outcome = store.claim(tenant, input, policy).await?;
-    let late = StoreError::LateLease(LeaseCall::Claim);
-    for _ in 0..FRESH_LEASES {
-        if outcome.decision != Decision::Claimed || fresh(began, ttl) {
-            return Ok(outcome);
-        }
-        let Some(token) = outcome.token() else {
-            return Ok(outcome);
-        };
-        let renew = Action::Heartbeat {
+    if let (Decision::Claimed, Some(token)) = (outcome.decision, outcome.token()) {
+        let held = Held {
+            tenant,
+            id: &input.id,
+            token,
             lease_ttl: input.lease_ttl,
-            checkpoint: None,
+            call: LeaseCall::Claim,
         };
-        let again = Instant::now();
-        match store.act(tenant, &input.id, token, &renew, policy).await {
-            Ok(receipt) => outcome.receipt = receipt,
-            // Out of time, taken over, or the database away: its attempt was granted all
-            // the same, with a lease that may end before the answer arrives.
-            Err(_) => return Err(late),
+        if let Some(receipt) = renewed(store, held, policy, began).await? {
+            outcome.receipt = receipt;
         }
-        began = again;
     }
-    match outcome.decision == Decision::Claimed && !fresh(began, ttl) {
-        true => Err(late),
-        false => Ok(outcome),
-    }
+    Ok(outcome)
 }
 
 /// The waiting Claims of one service.
