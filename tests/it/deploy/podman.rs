@@ -184,10 +184,16 @@ pub fn clean() {
         out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
             .unwrap_or_default()
     };
-    let pods = quiet(&["pod", "ps", "--format", "{{.Name}}"]);
-    let pods: Vec<&str> = pods.lines().filter(|p| p.starts_with("claimd")).collect();
-    if !pods.is_empty() {
+    // podman 4.3 at times refuses to remove a pod whose container stopped meanwhile
+    // ("container state improper"): asked again, it does.
+    for _ in 0..5 {
+        let pods = quiet(&["pod", "ps", "--format", "{{.Name}}"]);
+        let pods: Vec<&str> = pods.lines().filter(|p| p.starts_with("claimd")).collect();
+        if pods.is_empty() {
+            break;
+        }
         quiet(&[&["pod", "rm", "--force", "--time", "0"][..], &pods].concat());
+        std::thread::sleep(std::time::Duration::from_millis(500));
     }
     let volumes = quiet(&["volume", "ls", "--format", "{{.Name}}"]);
     let volumes: Vec<&str> = volumes
