@@ -11,8 +11,9 @@ use sqlx::{Connection, Executor, PgConnection, Row};
 /// The generic plan of `statement` (prepared as `name`), every parameter NULL (a generic
 /// plan ignores values). Simple-protocol queries only, beside sqlx's own statements.
 async fn generic_plan(conn: &mut PgConnection, name: &str, statement: &str) -> String {
-    let params = (1..=9)
-        .filter(|n| statement.contains(&format!("${n}")))
+    // Every parameter is cast where it is used (`$7::int4[]`).
+    let params = (1..=64)
+        .filter(|n| statement.contains(&format!("${n}::")))
         .count();
     let nulls = vec!["NULL"; params].join(", ");
     let sql = format!(

@@ -4,7 +4,7 @@
 //! at once, in one implicit transaction, so a batch costs one commit (one WAL flush)
 //! however many writes it holds.
 //!
-//! The reads come as arrays (`unnest`), the writes as one JSON array (`element.rs`), in
+//! The reads and the writes come as arrays (`unnest`; the writes' in `arrays.rs`), in
 //! primary-key order with each row's position in the batch, so the statements are prepared
 //! once whatever the batch's size, each row is found through the primary key (`LATERAL …
 //! OFFSET 0`, whatever the plan's estimates), and inserts and the updates' locks go in
@@ -14,7 +14,7 @@
 //! writes only if the caller's answer is not yet due at that moment (`late` otherwise). A
 //! write that did not apply returns the row as the statement found it (`cur`), or no row.
 
-use super::element::element;
+use super::arrays::Arrays;
 use super::{PgDriver, clock, interpret, writes};
 use crate::domain::{ReceiptKey, Timestamp};
 use crate::store::StoreError;
@@ -98,16 +98,16 @@ impl PgDriver {
         let sorted: Vec<&RowWrite> = order.iter().map(|&i| &writes[i]).collect();
         // The connection first: the deadlines are measured from when the statement is sent.
         let mut conn = self.pool.acquire().await.map_err(interpret)?;
-        let elements: Vec<_> = (order.iter().zip(&sorted))
-            .map(|(&idx, w)| element(idx, w, &self.gap))
-            .collect();
-        // Serializing borrowed fields cannot fail (no maps with non-string keys).
-        let elements =
-            serde_json::to_string(&elements).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let rows = sqlx::query(writes::statement(&sorted))
+        let mut arrays = Arrays::default();
+        for (&idx, w) in order.iter().zip(&sorted) {
+            arrays.push(idx, w, &self.gap);
+        }
+        let statement = writes::statement(&sorted);
+        let query = sqlx::query(statement.sql.as_str())
             .bind(self.offset())
-            .bind(self.frozen())
-            .bind(elements)
+            .bind(self.frozen());
+        let rows = (statement.cols.iter())
+            .fold(query, |q, &col| arrays.bind(q, col))
             .fetch_all(&mut *conn)
             .await
             .map_err(interpret);

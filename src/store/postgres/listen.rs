@@ -137,8 +137,8 @@ mod tests {
     fn the_write_statements_that_update_notify_on_the_listened_channel_only_while_the_queue_has_room()
      {
         for statement in [
-            super::super::writes::UPDATE_MANY,
-            super::super::writes::WRITE_MANY,
+            &super::super::writes::UPDATE_MANY.sql,
+            &super::super::writes::WRITE_MANY.sql,
         ] {
             assert!(statement.contains(&format!("pg_notify('{}'", super::CHANNEL)));
             assert!(statement.contains(&format!(

@@ -2,16 +2,16 @@
 //! Statements only — what is composed of them lives in `store::receipts`.
 //!
 //! `batch.rs` runs a group commit's read and write statements (every Claim, holder call and
-//! Redrive goes through them; `writes.rs` holds the write statements, `element.rs` their
-//! rows); `rows.rs` reads one row and runs reseal; `pages.rs` reads List and ListOrphaned
+//! Redrive goes through them; `writes.rs` holds the write statements, `arrays.rs` their
+//! parameters); `rows.rs` reads one row and runs reseal; `pages.rs` reads List and ListOrphaned
 //! pages and the gauges; `prune.rs` is the janitor's; `keys.rs` the API keys'; `gap.rs`
 //! measures how far the database's clock is from claimd's, for deadlines; `listen.rs` keeps
 //! the one `LISTEN` connection that wakes waiting Claims. Every time is the
 //! database's clock, shifted by the store's [`Clock`], through one SQL expression
 //! ([`clock!`]).
 
+mod arrays;
 mod batch;
-mod element;
 mod gap;
 mod keys;
 mod listen;
@@ -46,9 +46,9 @@ pub use prune::JANITOR_LOCK_KEY;
 pub fn batch_statements() -> [(&'static str, &'static str); 4] {
     [
         ("READ_MANY", batch::READ_MANY),
-        ("INSERT_MANY", writes::INSERT_MANY),
-        ("UPDATE_MANY", writes::UPDATE_MANY),
-        ("WRITE_MANY", writes::WRITE_MANY),
+        ("INSERT_MANY", &writes::INSERT_MANY.sql),
+        ("UPDATE_MANY", &writes::UPDATE_MANY.sql),
+        ("WRITE_MANY", &writes::WRITE_MANY.sql),
     ]
 }
 

@@ -6,9 +6,9 @@
 //! parts their batch cannot use, which PostgreSQL would otherwise start and run empty
 //! (about 40 % of a one-row insert's database time, measured with `EXPLAIN ANALYZE`).
 //!
-//! Every statement takes `$1`/`$2`, the clock's offset and frozen time, and `$3`, one JSON
-//! array of writes (`element.rs`) whose fields are the columns of `i` (an absent field is
-//! NULL): the row and its position `idx`, whether it inserts (with the new life `life`),
+//! Every statement takes `$1`/`$2`, the clock's offset and frozen time, and from `$3` on one
+//! array per column of `i` (`arrays.rs`, bound in binary; each statement only the columns
+//! its kind of write uses, NULL where a write has no value): the row and its position `idx`, whether it inserts (with the new life `life`),
 //! the version an update expects (`v_*`, with the life `life`; the sealed columns
 //! `v_last_error`… too when `v_sealed`), the new state, counts, token and fingerprint, the
 //! three times as a value (`*_at`) or microseconds after the write's clock (`*_after`),
@@ -20,31 +20,37 @@
 //! `cur` with the row as the statement found it) and carries `db_wall` to measure the gap
 //! again.
 
+use super::arrays::Col::{self, *};
 use super::clock;
 use crate::store::row::columns;
 use crate::store::write::RowWrite;
+use std::sync::LazyLock;
 
-/// The statement's clock and start, and the writes as rows.
-macro_rules! head {
-    () => {
+/// The statement's clock and start, and the writes as rows: `cols` unnested from the
+/// arrays `$3`… (`arrays.rs`), with `ins` a constant when every write of the statement is
+/// an insert or every one an update.
+fn head(cols: &[Col], ins: Option<bool>) -> String {
+    let mut arrays = Vec::with_capacity(cols.len());
+    let mut names = Vec::with_capacity(cols.len());
+    for (n, col) in cols.iter().enumerate() {
+        let (name, ty) = col.sql();
+        arrays.push(format!("${}::{ty}", n + 3));
+        names.push(name);
+    }
+    let ins = ins.map_or(String::new(), |ins| format!(", {ins} AS ins"));
+    format!(
         concat!(
-            "
-WITH c AS (SELECT ",
+            "\nWITH c AS (SELECT ",
             clock!("$2", "$1"),
             " AS now, statement_timestamp() AS started),
 i AS (
-    SELECT * FROM json_to_recordset($3::text::json)
-    AS i(idx int4, i_tenant text, i_ns text, i_key text, ins bool, life bytea, v_token uuid,
-         v_state text, v_attempt int4, v_free int4, v_updated timestamptz, v_lease timestamptz,
-         n_state text, n_attempt int4, n_free int4, n_token uuid, n_fingerprint bytea,
-         lease_at timestamptz, lease_after int8, next_at timestamptz, next_after int8,
-         done_at timestamptz, done_after int8, mask int4, n_last_error bytea,
-         n_checkpoint bytea, n_response bytea, n_payload bytea, due_in int8, v_sealed bool,
-         v_last_error bytea, v_checkpoint bytea, v_response bytea, v_payload bytea,
-         due_db timestamptz, n_wake text, n_write uuid)
+    SELECT *{} FROM unnest({}) AS i({})
 ),"
-        )
-    };
+        ),
+        ins,
+        arrays.join(", "),
+        names.join(", ")
+    )
 }
 
 /// The advisory lock class of the inserts' keys (`pg_advisory_xact_lock(class, key)`, a
@@ -230,59 +236,104 @@ ORDER BY i.idx"
     };
 }
 
+/// A write statement: its SQL and the columns it binds, in parameter order from `$3`.
+#[derive(Debug)]
+pub(super) struct Statement {
+    /// The SQL.
+    pub(super) sql: String,
+    /// The arrays it takes.
+    pub(super) cols: &'static [Col],
+}
+
+/// What every write statement binds: the row, its position, and what it writes.
+#[rustfmt::skip]
+const INSERT_COLS: &[Col] = &[
+    Idx, Tenant, Ns, Key, Life, NState, NAttempt, NFree, NToken, NFingerprint, LeaseAt,
+    LeaseAfter, NextAt, NextAfter, DoneAt, DoneAfter, NLastError, NCheckpoint, NResponse,
+    NPayload, DueIn, DueDb, NWrite,
+];
+
+/// An update's: no fingerprint (it never changes), the version it expects, which sealed
+/// columns it sets, and the mark it notifies.
+#[rustfmt::skip]
+const UPDATE_COLS: &[Col] = &[
+    Idx, Tenant, Ns, Key, Life, VToken, VState, VAttempt, VFree, VUpdated, VLease, VSealed,
+    VLastError, VCheckpoint, VResponse, VPayload, NState, NAttempt, NFree, NToken, LeaseAt,
+    LeaseAfter, NextAt, NextAfter, DoneAt, DoneAfter, Mask, NLastError, NCheckpoint, NResponse,
+    NPayload, DueIn, DueDb, NWake, NWrite,
+];
+
+/// A batch with both: every column, and which kind each write is.
+#[rustfmt::skip]
+const WRITE_COLS: &[Col] = &[
+    Idx, Tenant, Ns, Key, Ins, Life, VToken, VState, VAttempt, VFree, VUpdated, VLease, VSealed,
+    VLastError, VCheckpoint, VResponse, VPayload, NState, NAttempt, NFree, NToken, NFingerprint,
+    LeaseAt, LeaseAfter, NextAt, NextAfter, DoneAt, DoneAfter, Mask, NLastError, NCheckpoint,
+    NResponse, NPayload, DueIn, DueDb, NWake, NWrite,
+];
+
 /// A batch with inserts and updates.
-pub(super) const WRITE_MANY: &str = concat!(
-    head!(),
-    keyed!(),
-    locked!("(SELECT count(*) FROM keyed) >= 0"),
-    clock_after!("(SELECT count(*) FROM locked) l"),
-    inserts!(),
-    updates!(),
-    "
+pub(super) static WRITE_MANY: LazyLock<Statement> = LazyLock::new(|| Statement {
+    sql: head(WRITE_COLS, None)
+        + concat!(
+            keyed!(),
+            locked!("(SELECT count(*) FROM keyed) >= 0"),
+            clock_after!("(SELECT count(*) FROM locked) l"),
+            inserts!(),
+            updates!(),
+            "
 done AS (",
-    inserted!(),
-    "
+            inserted!(),
+            "
     UNION ALL",
-    updated!(),
-    "
+            updated!(),
+            "
 )",
-    answers!()
-);
+            answers!()
+        ),
+    cols: WRITE_COLS,
+});
 
 /// A batch of inserts only.
-pub(super) const INSERT_MANY: &str = concat!(
-    head!(),
-    keyed!(),
-    clock_after!("(SELECT count(*) FROM keyed) k"),
-    inserts!(),
-    "
+pub(super) static INSERT_MANY: LazyLock<Statement> = LazyLock::new(|| Statement {
+    sql: head(INSERT_COLS, Some(true))
+        + concat!(
+            keyed!(),
+            clock_after!("(SELECT count(*) FROM keyed) k"),
+            inserts!(),
+            "
 done AS (",
-    inserted!(),
-    "
+            inserted!(),
+            "
 )",
-    answers!()
-);
+            answers!()
+        ),
+    cols: INSERT_COLS,
+});
 
 /// A batch of updates only.
-pub(super) const UPDATE_MANY: &str = concat!(
-    head!(),
-    locked!("true"),
-    clock_after!("(SELECT count(*) FROM locked) l"),
-    updates!(),
-    "
+pub(super) static UPDATE_MANY: LazyLock<Statement> = LazyLock::new(|| Statement {
+    sql: head(UPDATE_COLS, Some(false))
+        + concat!(
+            locked!("true"),
+            clock_after!("(SELECT count(*) FROM locked) l"),
+            updates!(),
+            "
 done AS (",
-    updated!(),
-    "
+            updated!(),
+            "
 )",
-    answers!()
-);
+            answers!()
+        ),
+    cols: UPDATE_COLS,
+});
 
 /// The statement for `writes`: the lean one when they are all inserts or all updates.
-pub(super) fn statement(writes: &[&RowWrite]) -> &'static str {
+pub(super) fn statement(writes: &[&RowWrite]) -> &'static Statement {
     let inserts = writes.iter().filter(|w| w.inserts()).count();
     match inserts {
-        0 => UPDATE_MANY,
-        n if n == writes.len() => INSERT_MANY,
-        _ => WRITE_MANY,
+        0 => &UPDATE_MANY,
+        n if n == writes.len() => &INSERT_MANY,
+        _ => &WRITE_MANY,
     }
 }
