@@ -10,9 +10,11 @@
 //! ([`Batcher::needs_lane`]): a batch's statement costs the database much the same for one
 //! row as for dozens, so fewer, fuller batches beat more, smaller ones until one lane
 //! cannot keep up (measured: docs/PERFORMANCE.md).
-//! The lane runs in a task of its own, so a caller that goes away does not cancel the
-//! statements of the others; its job is dropped before the next statement when it is
-//! still queued. A lane holds its slot through a guard ([`Lane`]) that frees it however
+//! The caller that opens a lane runs it on its own task until its answer is in (no
+//! hand-off for a caller alone: [`Batcher::lane_here`]); the rest of the lane, or all of it
+//! if that caller goes away first, goes on in a task of its own, so a caller that goes away
+//! does not cancel the statements of the others; its job is dropped before the next
+//! statement when it is still queued. A lane holds its slot through a guard ([`Lane`]) that frees it however
 //! the lane ends: a lane that panics answers its batch's jobs UNAVAILABLE (their replies
 //! dropped: [`unanswered`]) and starts another lane for the jobs still queued, so no later
 //! call waits for a slot that will never be free (with SQLite's one lane, every one would).
@@ -22,7 +24,9 @@ use super::driver::Driver;
 use super::recent::Recent;
 use super::rounds::{self, Answer, Job, Op};
 use crate::domain::ReceiptKey;
+use futures_util::FutureExt;
 use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -67,6 +71,10 @@ impl Queue {
     }
 }
 
+/// A test's fault: what the next batch's lane waits for, and whether it then panics.
+#[cfg(test)]
+type Fault = (oneshot::Receiver<()>, bool);
+
 /// The queue and its lanes; one per store, shared by its clones.
 #[derive(Debug, Clone)]
 pub struct Batcher {
@@ -74,9 +82,10 @@ pub struct Batcher {
     recent: Arc<Recent>,
     lanes: usize,
     size: usize,
-    /// A test's fault: the next batch's lane panics once this fires (`tests`).
+    /// A test's fault: the next batch's lane waits for this to fire, then panics if it
+    /// says so (`tests`).
     #[cfg(test)]
-    fault: Arc<Mutex<Option<oneshot::Receiver<()>>>>,
+    fault: Arc<Mutex<Option<Fault>>>,
 }
 
 impl Batcher {
@@ -119,15 +128,38 @@ impl Batcher {
             self.open_lane_if_needed(&mut queue)
         };
         let answer = match slot {
-            Some(slot) => {
-                self.start_lane(driver, slot);
-                answer.await
-            }
+            Some(slot) => self.lane_here(driver, slot, answer).await,
             // With one lane there is no other to start.
             None if self.lanes == 1 => answer.await,
             None => self.wait_watching_lanes(driver, answer).await,
         };
         answer.unwrap_or_else(|_| Err(unanswered()))
+    }
+
+    /// Runs the lane just opened in `slot` on the caller's own task until the caller's
+    /// `answer` comes, so a caller alone hands its batch to no other task and is woken by
+    /// none. What the lane's own task guaranteed still holds: once the answer is in, or if
+    /// the caller goes away first (its future dropped: a cancelled call, a deadline), the
+    /// rest of the lane — the statement in flight that other jobs may share, the batches
+    /// queued since — goes on in a task of its own ([`Detached`]); a panic in the lane is
+    /// caught here as its task would have caught it, so the caller is answered
+    /// UNAVAILABLE and the slot freed ([`Lane`]).
+    async fn lane_here<D: Driver, T>(
+        &self,
+        driver: &D,
+        slot: usize,
+        mut answer: oneshot::Receiver<T>,
+    ) -> Result<T, oneshot::error::RecvError> {
+        let lane = AssertUnwindSafe(self.clone().lane(driver.clone(), slot)).catch_unwind();
+        let mut lane = Detached(Some(Box::pin(async move {
+            // The panic was the lane's; `Lane` has answered and restarted for it.
+            let _ = lane.await;
+        })));
+        tokio::select! {
+            biased;
+            answer = &mut answer => answer,
+            () = lane.run() => answer.await,
+        }
     }
 
     /// Waits for a queued job's `answer`, and every [`STALLED`] while it waits starts
@@ -200,13 +232,42 @@ impl Batcher {
         }
     }
 
-    /// Panics if a test armed a fault, once it fires.
+    /// Waits for a test's fault to fire, if one is armed, and panics if it says so.
     #[cfg(test)]
     async fn fault(&self) {
         let armed = self.fault.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(fire) = armed {
+        if let Some((fire, panics)) = armed {
             let _ = fire.await;
-            panic!("a test's fault: the lane panics in the middle of its batch");
+            assert!(
+                !panics,
+                "a test's fault: the lane panics in the middle of its batch"
+            );
+        }
+    }
+}
+
+/// A lane run on a caller's task ([`Batcher::lane_here`]): what is left of it when the
+/// caller stops polling it goes on in a task of its own.
+struct Detached(Option<std::pin::Pin<Box<dyn Future<Output = ()> + Send>>>);
+
+impl Detached {
+    /// Polls the lane to its end.
+    async fn run(&mut self) {
+        if let Some(lane) = self.0.as_mut() {
+            lane.await;
+            self.0 = None;
+        }
+    }
+}
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        // Outside a runtime (it is gone) there is nothing to go on in; the lane's guard
+        // answers its jobs as it is dropped.
+        if let Some(lane) = self.0.take()
+            && tokio::runtime::Handle::try_current().is_ok()
+        {
+            tokio::spawn(lane);
         }
     }
 }

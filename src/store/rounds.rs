@@ -1,8 +1,9 @@
 //! One group commit's work, written once over any [`Driver`]: the jobs of a batch (Claims,
 //! holder calls, Redrives, operators' Quarantines of orphans; several may be on one row) go
-//! through rounds of one read statement and one write statement, each shared by every job
-//! that needs it. A row is written at most once per statement: of the jobs that would write
-//! it, the first does, and the others are decided again on the row as that write left it,
+//! through rounds of one read statement (`read`: each row once, however many jobs are on
+//! it) and one write statement, each shared by every job that needs it. A row is written at
+//! most once per statement: of the jobs that would write it, the first does, and the others
+//! are decided again on the row as that write left it (not read again when it was made),
 //! in the next round.
 //!
 //! A round reads the rows of the jobs that need a read (none for a Claim without a
@@ -21,6 +22,7 @@
 //! job that wrote in it reads its row first and, if the row is as its write made it,
 //! answers as written (`unsure`) instead of deciding again on its own write.
 
+mod read;
 mod unsure;
 
 use super::driver::{Driver, Row};
@@ -33,6 +35,7 @@ use crate::domain::{
     Timestamp, Write, apply, decide_claim,
 };
 use crate::seal::{Sealer, new_life};
+use read::read;
 use std::collections::HashSet;
 use std::hash::BuildHasher;
 use tokio::sync::oneshot;
@@ -161,6 +164,14 @@ impl Job {
     fn answer(self, answer: Result<Answer, StoreError>) {
         // The caller may have gone away; then nobody waits for the answer.
         let _ = self.reply.send(answer);
+    }
+
+    /// The job, to be read again before it is decided.
+    fn unread(self) -> Job {
+        Job {
+            known: Known::Unread,
+            ..self
+        }
     }
 
     /// Whether `other` is a job on the same row.
@@ -300,49 +311,21 @@ pub async fn run<D: Driver>(driver: &D, recent: &Recent, mut jobs: Vec<Job>) {
         if jobs.is_empty() {
             return;
         }
-        let unread: Vec<usize> = (0..jobs.len())
-            .filter(|&i| matches!(jobs[i].known, Known::Unread))
-            .collect();
-        if !unread.is_empty() {
-            let keys: Vec<(&str, &ReceiptKey)> = unread
-                .iter()
-                .map(|&i| (jobs[i].tenant.as_str(), &jobs[i].id))
-                .collect();
-            let read = crate::spans::statement("db.read");
-            crate::spans::database(&read, driver.system(), "read", keys.len());
-            let rows = match driver.read_many(&keys).instrument(read).await {
-                Ok(rows) => rows,
-                Err(e) => return alone(driver, recent, jobs, e).await,
+        if jobs.iter().any(|j| matches!(j.known, Known::Unread)) {
+            jobs = match read(driver, recent, jobs).await {
+                Ok(jobs) => jobs,
+                Err((jobs, e)) => return alone(driver, recent, jobs, e).await,
             };
-            if rows.len() != unread.len() {
-                let e = StoreError::Corrupt("a read answered for other rows".into());
-                return alone(driver, recent, jobs, e).await;
-            }
-            let mut rows = rows.into_iter();
-            let mut kept = Vec::with_capacity(jobs.len());
-            for mut job in jobs.drain(..) {
-                if !matches!(job.known, Known::Unread) {
-                    kept.push(job);
-                    continue;
-                }
-                let Some((now, row)) = rows.next() else { break };
-                recent.saw(&job.tenant, &job.id, row.is_some());
-                match known(sealer, &job, now, row) {
-                    Ok(k) => {
-                        job.known = k;
-                        kept.push(job);
-                    }
-                    Err(e) => job.answer(Err(e)),
-                }
-            }
-            jobs = kept;
         }
         let mut writing = Vec::new();
         let mut writes = Vec::new();
         let mut again = Vec::new();
+        // Jobs that would write a row an earlier job of the round writes, with its position.
+        let mut behind: Vec<(Job, usize)> = Vec::new();
         // The rows this round's statement writes: one write per row, the first job's; a
         // later job of the batch that would write the same row is decided again on the row
-        // as that write leaves it, in the next round (as if it had queued behind it).
+        // as that write leaves it, in the next round (as if it had queued behind it),
+        // without reading it again when the write was made.
         let mut written = HashSet::new();
         let hasher = std::hash::RandomState::new();
         for job in jobs.drain(..) {
@@ -354,12 +337,11 @@ pub async fn run<D: Driver>(driver: &D, recent: &Recent, mut jobs: Vec<Job>) {
                 }),
                 Step::Write(..)
                     if written.contains(&hasher.hash_one((&job.tenant, &job.id)))
-                        && writing.iter().any(|(j, _): &(Job, _)| j.same_row(&job)) =>
+                        && let Some(ahead) = writing
+                            .iter()
+                            .position(|(j, _): &(Job, _)| j.same_row(&job)) =>
                 {
-                    again.push(Job {
-                        known: Known::Unread,
-                        ..job
-                    })
+                    behind.push((job, ahead))
                 }
                 Step::Write(w, claim) => {
                     written.insert(hasher.hash_one((&job.tenant, &job.id)));
@@ -379,10 +361,17 @@ pub async fn run<D: Driver>(driver: &D, recent: &Recent, mut jobs: Vec<Job>) {
                         .map(|((job, claim), w)| job.unsure_of(w, claim))
                         .collect();
                     all.append(&mut again);
+                    all.extend(behind.into_iter().map(|(job, _)| job.unread()));
                     return alone(driver, recent, all, e).await;
                 }
             };
+            // The rows as the statement's writes left them, for the jobs behind them.
+            let mut made: Vec<Option<Row>> = Vec::with_capacity(writes.len());
             for (((mut job, claim), w), outcome) in writing.into_iter().zip(&writes).zip(outcomes) {
+                made.push(match &outcome {
+                    WriteOutcome::Written(now) => Some((w.written(*now), w.stored.clone())),
+                    _ => None,
+                });
                 match outcome {
                     WriteOutcome::Written(now) => {
                         let receipt = w.written(now);
@@ -426,7 +415,17 @@ pub async fn run<D: Driver>(driver: &D, recent: &Recent, mut jobs: Vec<Job>) {
                     }
                 }
             }
+            for (job, ahead) in behind.drain(..) {
+                again.push(match made.get(ahead).cloned().flatten() {
+                    Some((receipt, stored)) => Job {
+                        known: Known::Recent(receipt, stored),
+                        ..job
+                    },
+                    None => job.unread(),
+                });
+            }
         }
+        again.extend(behind.into_iter().map(|(job, _)| job.unread()));
         jobs = again;
     }
 }

@@ -5,8 +5,10 @@
 //! one batch span both ways; the HTTP door continues the caller's trace too; an unsampled
 //! parent exports nothing; no key, token, payload or API key is in any exported attribute;
 //! JSON logs carry the call's trace id; an unreachable collector changes no answer; a
-//! collector that never answers is logged and holds up no exit (`traces/shutdown.rs`).
+//! collector that never answers is logged and holds up no exit (`traces/shutdown.rs`); the
+//! duplicates of a hot key in one batch share one row's read (`traces/hot_read.rs`).
 
+mod hot_read;
 pub(crate) mod receiver;
 mod shutdown;
 
@@ -27,7 +29,7 @@ use tonic::transport::Channel;
 pub(crate) struct Traced {
     pub claimd: Claimd,
     pub addr: SocketAddr,
-    database_url: String,
+    pub(crate) database_url: String,
 }
 
 pub(crate) async fn traced(collector: SocketAddr, flags: &[&str], env: &[(&str, &str)]) -> Traced {
@@ -59,7 +61,7 @@ pub(crate) async fn traced(collector: SocketAddr, flags: &[&str], env: &[(&str, 
 }
 
 impl Traced {
-    async fn client(&self) -> ClaimServiceClient<Channel> {
+    pub(crate) async fn client(&self) -> ClaimServiceClient<Channel> {
         ClaimServiceClient::connect(format!("http://{}", self.addr))
             .await
             .expect("connects")
@@ -82,7 +84,7 @@ fn with_parent<T>(message: T, traceparent: &str) -> Request<T> {
     request
 }
 
-fn claim(key: &str) -> ClaimRequest {
+pub(crate) fn claim(key: &str) -> ClaimRequest {
     ClaimRequest {
         namespace: "traced".into(),
         key: key.into(),

@@ -75,9 +75,8 @@ async fn until(batcher: &Batcher, wanted: impl Fn(&Queue) -> bool) {
     waited.await.expect("the queue gets there");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lane_that_panics_answers_its_jobs_unavailable_and_frees_its_slot_for_the_queued_ones() {
-    // The real embedded store, with its one lane.
+/// The real embedded store, in a temporary directory that lives as long as the store.
+async fn embedded(batch: BatchOptions) -> (tempfile::TempDir, crate::store::sqlite::SqliteDriver) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let url = format!("sqlite://{}", dir.path().join("claimd.db").display());
     let options = crate::store::StoreOptions {
@@ -86,10 +85,7 @@ async fn a_lane_that_panics_answers_its_jobs_unavailable_and_frees_its_slot_for_
         clock: crate::store::Clock::default(),
         exclusive: false,
         seal: Arc::new(crate::seal::Sealer::ephemeral()),
-        batch: BatchOptions {
-            lanes: None,
-            size: 128,
-        },
+        batch,
         notify: crate::store::NotifyOptions {
             max_usage: 0.5,
             stale_after: Duration::from_secs(30),
@@ -101,10 +97,21 @@ async fn a_lane_that_panics_answers_its_jobs_unavailable_and_frees_its_slot_for_
     crate::store::Lifecycle::migrate(&driver)
         .await
         .expect("migrations apply");
+    (dir, driver)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lane_that_panics_answers_its_jobs_unavailable_and_frees_its_slot_for_the_queued_ones() {
+    // The real embedded store, with its one lane.
+    let batch = BatchOptions {
+        lanes: None,
+        size: 128,
+    };
+    let (_dir, driver) = embedded(batch).await;
     let batcher = driver.batcher().clone();
     assert_eq!(batcher.lanes, 1);
     let (fire, armed) = oneshot::channel();
-    *batcher.fault.lock().unwrap() = Some(armed);
+    *batcher.fault.lock().unwrap() = Some((armed, true));
     // The first Claim's batch is taken by the lane, which then waits for the fault;
     // the second queues behind it.
     let first = tokio::spawn(claim(driver.clone(), "first"));
@@ -132,6 +139,62 @@ async fn a_lane_that_panics_answers_its_jobs_unavailable_and_frees_its_slot_for_
     let third = answered(tokio::spawn(claim(driver.clone(), "third"))).await;
     assert!(third.is_ok(), "a later call is served: {third:?}");
     // The lane frees its slot once it finds the queue empty, just after answering.
+    until(&batcher, |q| q.lanes.iter().all(Option::is_none)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_that_goes_away_while_its_task_runs_a_lane_leaves_the_batch_of_others_to_finish() {
+    // Two lanes of one job each, so a caller that opens the second lane runs, on its own
+    // task, a batch that holds another caller's job.
+    let batch = BatchOptions {
+        lanes: Some(2),
+        size: 1,
+    };
+    let (_dir, driver) = embedded(batch).await;
+    let batcher = driver.batcher().clone();
+    let arm = || {
+        let (release, paused) = oneshot::channel();
+        *batcher.fault.lock().unwrap() = Some((paused, false));
+        release
+    };
+    let running = |q: &Queue| q.lanes.iter().flatten().count();
+    // `a` opens the first lane, which waits in the middle of its batch.
+    let first = arm();
+    let a = tokio::spawn(claim(driver.clone(), "a"));
+    until(&batcher, |q| q.waiting.is_empty() && running(q) == 1).await;
+    // `b` queues; `c` finds more waiting than the running lane takes, opens the second
+    // lane on its own task, and that lane's batch is `b`, the job that waited longest.
+    let b = tokio::spawn(claim(driver.clone(), "b"));
+    until(&batcher, |q| q.waiting.len() == 1).await;
+    let second = arm();
+    let c = tokio::spawn(claim(driver.clone(), "c"));
+    until(&batcher, |q| running(q) == 2 && q.waiting.len() == 1).await;
+    // `c`'s caller goes away in the middle of `b`'s batch.
+    c.abort();
+    assert!(c.await.is_err_and(|e| e.is_cancelled()));
+    second
+        .send(())
+        .expect("the second lane waits for the fault");
+    first.send(()).expect("the first lane waits for the fault");
+    let answered = |task: tokio::task::JoinHandle<_>| async {
+        tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .expect("answered within 10 s, not left waiting")
+            .expect("the caller's task ends")
+    };
+    for (name, task) in [("a", a), ("b", b)] {
+        let answer: Result<Answer, StoreError> = answered(task).await;
+        assert!(
+            matches!(answer, Ok(Answer::Claim(ref o)) if o.decision == crate::domain::Decision::Claimed),
+            "{name}'s batch was finished, not cancelled with the caller who ran it: {answer:?}"
+        );
+    }
+    // The cancelled Claim was dropped before its statement: nothing of it landed.
+    let again = claim(driver.clone(), "c").await;
+    assert!(
+        matches!(again, Ok(Answer::Claim(ref o)) if o.decision == crate::domain::Decision::Claimed),
+        "the cancelled Claim wrote nothing: {again:?}"
+    );
     until(&batcher, |q| q.lanes.iter().all(Option::is_none)).await;
 }
 
