@@ -7,28 +7,73 @@
 //! The clock is read once, when the write lock is had: every write of the batch is stamped
 //! with that reading, and a write whose caller's answer is due by then is not made.
 
-use super::many::{self, Planned};
-use super::rows::fetch;
+use super::many::{self, Ladder, Planned};
+use super::rows::{fetch, row};
 use super::{SqliteDriver, interpret};
 use crate::domain::{ReceiptKey, Timestamp};
 use crate::store::StoreError;
 use crate::store::driver::Row;
+use crate::store::row::columns;
 use crate::store::write::{RowWrite, WriteOutcome};
+use sqlx::sqlite::SqliteArguments;
+use sqlx::{Arguments, Row as _};
+use std::sync::OnceLock;
 use tokio::time::Instant;
 
+/// The rows named in `wanted`, each with its place there (`wanted`): its rows are the
+/// place, tenant, namespace and key, repeated once per row.
+const READ: &str = "WITH wanted (wanted, w_tenant, w_namespace, w_key) AS (VALUES ";
+
+const READ_END: &str = concat!(
+    ") SELECT wanted, ",
+    columns!(),
+    " FROM wanted JOIN receipts ON tenant_id = w_tenant AND namespace = w_namespace
+        AND key = w_key"
+);
+
+/// The text of the read of `rows` rows (a power of two).
+fn read_text(rows: usize) -> &'static str {
+    static TEXTS: [OnceLock<String>; many::LADDER] = [const { OnceLock::new() }; many::LADDER];
+    TEXTS[rows.trailing_zeros() as usize].get_or_init(|| {
+        let rows = vec!["(?, ?, ?, ?)"; rows].join(", ");
+        format!("{READ}{rows}{READ_END}")
+    })
+}
+
 impl SqliteDriver {
-    /// The rows, in the order of `keys`, each with the clock when it was read.
+    /// The rows, in the order of `keys`, each with the clock when it was read: one
+    /// statement per run of the ladder (`many`), the clock read once they have all answered.
     pub(super) async fn read_rows(
         &self,
         keys: &[(&str, &ReceiptKey)],
     ) -> Result<Vec<(Timestamp, Option<Row>)>, StoreError> {
         let mut reader = self.reader.acquire().await.map_err(interpret)?;
-        let mut rows = Vec::with_capacity(keys.len());
-        for (tenant, id) in keys {
-            let row = fetch(&mut reader, tenant, id).await?;
-            rows.push((self.clock.now(), row));
+        let mut found: Vec<Option<Row>> = keys.iter().map(|_| None).collect();
+        let all: Vec<usize> = (0..keys.len()).collect();
+        for run in Ladder(&all) {
+            let mut arguments = SqliteArguments::default();
+            arguments.reserve(run.len() * 4, 0);
+            let mut query = sqlx::query_with(read_text(run.len()), arguments);
+            for &i in run {
+                let (tenant, id) = keys[i];
+                // A batch holds at most --group-commit-size (4,096) jobs.
+                let at = i64::try_from(i).expect("a batch's index fits in i64");
+                query = query
+                    .bind(at)
+                    .bind(tenant)
+                    .bind(&id.namespace)
+                    .bind(&id.key);
+            }
+            for r in query.fetch_all(&mut *reader).await.map_err(interpret)? {
+                let at: i64 = r.try_get("wanted").map_err(interpret)?;
+                let slot = usize::try_from(at).ok().and_then(|i| found.get_mut(i));
+                let slot = slot
+                    .ok_or_else(|| StoreError::Corrupt("a read answered for other rows".into()))?;
+                *slot = Some(row(&r)?);
+            }
         }
-        Ok(rows)
+        let now = self.clock.now();
+        Ok(found.into_iter().map(|row| (now, row)).collect())
     }
 
     /// Makes every write that still applies, in one transaction; what became of each. How it

@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 const MOST_ROWS: usize = 128;
 
 /// The statement texts, by `log2` of their rows.
-const LADDER: usize = MOST_ROWS.trailing_zeros() as usize + 1;
+pub(super) const LADDER: usize = MOST_ROWS.trailing_zeros() as usize + 1;
 
 /// A new row: the holder columns, the sealed ones, fingerprint, creation, life, the
 /// write's id.
@@ -151,7 +151,7 @@ pub(super) async fn write(
 }
 
 /// Cuts a slice into runs of the largest power of two rows left, at most [`MOST_ROWS`].
-struct Ladder<'a>(&'a [usize]);
+pub(super) struct Ladder<'a>(pub(super) &'a [usize]);
 
 impl<'a> Iterator for Ladder<'a> {
     type Item = &'a [usize];

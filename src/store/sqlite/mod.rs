@@ -261,3 +261,6 @@ impl Lifecycle for SqliteDriver {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;
