@@ -79,9 +79,10 @@ impl SqliteDriver {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
             // A batch's multi-row statement keeps the pages it changes in a statement
-            // journal, to undo that statement alone; on disk (a temporary file created and
-            // removed per batch) it cost a third of the writer's system calls. It is never
-            // read after a crash, so memory loses nothing of the commit's durability.
+            // journal, to undo that statement alone; on disk it was a temporary file
+            // created, written and removed per batch (measured: 202 page writes per commit
+            // with it, 118 without). It is never read after a crash, so keeping it in
+            // memory loses nothing of the commit's durability.
             .pragma("temp_store", "memory")
             .busy_timeout(options.acquire_timeout);
         if let Some(dir) = connect
