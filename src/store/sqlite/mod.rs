@@ -19,6 +19,7 @@
 mod batch;
 mod keys;
 mod lock;
+mod many;
 mod pages;
 mod prune;
 mod rows;
@@ -77,6 +78,12 @@ impl SqliteDriver {
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
+            // A batch's multi-row statement keeps the pages it changes in a statement
+            // journal, to undo that statement alone; on disk it was a temporary file
+            // created, written and removed per batch (measured: 202 page writes per commit
+            // with it, 118 without). It is never read after a crash, so keeping it in
+            // memory loses nothing of the commit's durability.
+            .pragma("temp_store", "memory")
             .busy_timeout(options.acquire_timeout);
         if let Some(dir) = connect
             .get_filename()
@@ -255,3 +262,6 @@ impl Lifecycle for SqliteDriver {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;
