@@ -34,7 +34,7 @@ pub const SESSIONS_PER_KEY: usize = 8;
 /// Sessions one tenant holds at once, over all its keys: eight keys at their cap; its next
 /// sign-in ends the tenant's least recently used session.
 pub const SESSIONS_PER_TENANT: usize = 64;
-/// Sessions the process holds at once (a few hundred bytes each): 64 tenants at their cap.
+/// Sessions the process holds at once (under a KiB each): 64 tenants at their cap.
 /// Full, a sign-in ends its tenant's least recently used session, or is refused.
 pub const MAX_SESSIONS: usize = 4096;
 /// A session ends this long after its last request.
