@@ -9,7 +9,8 @@
 //!   [`MAX_CONNECTION_AGE`]. So filling every slot takes 32 sources, each slot costs at
 //!   most a head buffer, and a slot held by a silent client is free again within 10 s;
 //! - `session`: sign-in with an API key → an HttpOnly, SameSite=Strict session cookie and
-//!   the session's CSRF token; sessions live in this process's memory, bounded;
+//!   the session's CSRF token; sessions live in this process's memory, bounded per key,
+//!   per tenant and in all, so that no sign-in ends another tenant's session;
 //! - `routes`: the pages and forms, each checked for a session (and a POST for its CSRF
 //!   token and same-origin headers) before its body is read;
 //! - `actions`: what the forms do, logged with the key id: Redrive through the same
@@ -24,7 +25,7 @@ mod routes;
 mod session;
 mod views;
 
-pub use session::{MAX_SESSIONS, SESSION_COOKIE};
+pub use session::{MAX_SESSIONS, SESSION_COOKIE, SESSIONS_PER_KEY, SESSIONS_PER_TENANT};
 
 use crate::api::ClaimsApi;
 use crate::auth::Authenticator;

@@ -16,6 +16,10 @@ use std::net::SocketAddr;
 /// The largest form body the console reads.
 pub const MAX_FORM_BYTES: usize = 16 * 1024;
 
+/// The sign-in page's words when every session slot is held by other tenants.
+const SESSIONS_FULL: &str = "The console holds as many sessions as it may, all of other \
+    tenants, and a sign-in never ends those: try again in a few minutes.";
+
 /// A form's or a query's fields.
 pub type Fields = HashMap<String, String>;
 
@@ -149,6 +153,8 @@ where
     if !same_origin(request.headers(), console.tls) {
         return views::message(StatusCode::FORBIDDEN, "Cross-site request refused.", None);
     }
+    // A session of the same key this browser already holds is replaced, not added to.
+    let presented = session::from_cookies(request.headers());
     let form = match read_form(request).await {
         Ok(form) => form,
         Err(answer) => return answer,
@@ -164,8 +170,17 @@ where
             let key_id = crate::auth::parse_key(key)
                 .map_or("", |(id, _)| id)
                 .to_owned();
+            let started = console.sessions.start(
+                principal,
+                key_id.clone(),
+                key.to_owned(),
+                presented.as_deref(),
+            );
+            let Ok(id) = started else {
+                tracing::warn!(console.key_id = %key_id, "console: sign-in refused: sessions full");
+                return views::sign_in(Some(SESSIONS_FULL), StatusCode::SERVICE_UNAVAILABLE);
+            };
             tracing::info!(console.key_id = %key_id, "console: signed in");
-            let id = console.sessions.start(principal, key_id, key.to_owned());
             let mut answer = redirect("/");
             set_cookie(&mut answer, &session::cookie(&id, console.tls));
             answer

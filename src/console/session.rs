@@ -1,26 +1,42 @@
 //! Console sessions: signing in with an API key makes one, named by a random id in an
 //! HttpOnly, SameSite=Strict cookie (Secure over TLS), with its own CSRF token. Kept in
 //! this process's memory only (a restart or another replica means signing in again),
-//! keyed by the SHA-256 of the id, at most [`MAX_SESSIONS`] (the least recently used goes
-//! first), each ending [`IDLE`] after its last request or [`LIFETIME`] after sign-in. Every
-//! request checks the key again through the authenticator's cache, so revoking a key ends
-//! its sessions within the key cache TTL.
+//! keyed by the SHA-256 of the id, each ending [`IDLE`] after its last request or
+//! [`LIFETIME`] after sign-in. Every request checks the key again through the
+//! authenticator's cache, so revoking a key ends its sessions within the key cache TTL.
+//!
+//! Sessions are a per-tenant resource (`held`): at most [`SESSIONS_PER_KEY`] per API key
+//! and [`SESSIONS_PER_TENANT`] per tenant (beyond either, that key's or tenant's least
+//! recently used ends), and [`MAX_SESSIONS`] in all, beyond which a sign-in ends its own
+//! tenant's least recently used session or, if its tenant holds none, is refused: no
+//! sign-in ends another tenant's session. A sign-in whose cookie names a session of the
+//! same key replaces it (a new id; the old cookie ends).
+
+mod held;
+
+pub use held::Full;
 
 use crate::auth::Principal;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use lru::LruCache;
+use held::{Caps, Held};
 use rand::RngCore;
 use sha2::{Digest, Sha256};
-use std::num::NonZeroUsize;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
 
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "claimd_console";
-/// Sessions kept at once.
-pub const MAX_SESSIONS: usize = 1024;
+/// Sessions one API key holds at once: a few browsers of the operator or team that uses
+/// it; its next sign-in ends its least recently used session.
+pub const SESSIONS_PER_KEY: usize = 8;
+/// Sessions one tenant holds at once, over all its keys: eight keys at their cap; its next
+/// sign-in ends the tenant's least recently used session.
+pub const SESSIONS_PER_TENANT: usize = 64;
+/// Sessions the process holds at once (under a KiB each): 64 tenants at their cap.
+/// Full, a sign-in ends its tenant's least recently used session, or is refused.
+pub const MAX_SESSIONS: usize = 4096;
 /// A session ends this long after its last request.
 pub const IDLE: Duration = Duration::from_secs(30 * 60);
 /// A session ends this long after sign-in, however busy.
@@ -50,6 +66,11 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
+    /// Whether the session has ended by `now`: idle too long, or signed in too long ago.
+    fn ended(&self, now: Instant) -> bool {
+        now.duration_since(self.seen) > IDLE || now.duration_since(self.started) > LIFETIME
+    }
+
     /// Whether `token` is this session's CSRF token (compared in constant time).
     pub fn csrf_matches(&self, token: &str) -> bool {
         bool::from(self.csrf.as_bytes().ct_eq(token.as_bytes()))
@@ -58,16 +79,16 @@ impl Session {
 
 /// The sessions of this process.
 pub struct Sessions {
-    by_digest: Mutex<LruCache<[u8; 32], Session>>,
+    held: Mutex<Held>,
 }
 
 impl Default for Sessions {
     fn default() -> Self {
-        // MAX_SESSIONS is a non-zero constant.
-        let cap = NonZeroUsize::new(MAX_SESSIONS).expect("non-zero");
-        Sessions {
-            by_digest: Mutex::new(LruCache::new(cap)),
-        }
+        Sessions::with_caps(Caps {
+            per_key: SESSIONS_PER_KEY,
+            per_tenant: SESSIONS_PER_TENANT,
+            total: MAX_SESSIONS,
+        })
     }
 }
 
@@ -82,8 +103,23 @@ fn digest(id: &str) -> [u8; 32] {
 }
 
 impl Sessions {
-    /// A new session for `principal`; its id, for the cookie.
-    pub fn start(&self, principal: Principal, key_id: String, key: String) -> String {
+    /// No sessions yet, bounded by `caps`.
+    fn with_caps(caps: Caps) -> Sessions {
+        Sessions {
+            held: Mutex::new(Held::new(caps)),
+        }
+    }
+
+    /// A new session for `principal`'s key `key_id`; its id, for the cookie. `presented`
+    /// is the session cookie the sign-in came with: a session of the same key it names is
+    /// replaced. `Err` when the process is full of other tenants' sessions (none ended).
+    pub fn start(
+        &self,
+        principal: Principal,
+        key_id: String,
+        key: String,
+        presented: Option<&str>,
+    ) -> Result<String, Full> {
         let id = random_token();
         let now = Instant::now();
         let session = Session {
@@ -94,33 +130,25 @@ impl Sessions {
             started: now,
             seen: now,
         };
-        self.lock().put(digest(&id), session);
-        id
+        let replacing = presented.map(digest);
+        self.lock()
+            .insert(digest(&id), session, replacing.as_ref(), now)?;
+        Ok(id)
     }
 
     /// The live session the cookie names, marked as seen now; an ended one is forgotten.
     pub fn find(&self, id: &str) -> Option<Session> {
-        let key = digest(id);
-        let mut sessions = self.lock();
-        let now = Instant::now();
-        let session = sessions.get_mut(&key)?;
-        if now.duration_since(session.seen) > IDLE || now.duration_since(session.started) > LIFETIME
-        {
-            sessions.pop(&key);
-            return None;
-        }
-        session.seen = now;
-        Some(session.clone())
+        self.lock().find(&digest(id), Instant::now())
     }
 
     /// Ends the session the cookie names.
     pub fn end(&self, id: &str) {
-        self.lock().pop(&digest(id));
+        self.lock().remove(&digest(id));
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<[u8; 32], Session>> {
-        // A panic while holding the map leaves no session half-written: use it anyway.
-        self.by_digest.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
+        // `Held` does not panic; if it did, at worst one session is kept or forgotten.
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -150,39 +178,4 @@ pub fn from_cookies(headers: &http::HeaderMap) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn principal() -> Principal {
-        Principal {
-            tenant: "acme".into(),
-            namespaces: None,
-        }
-    }
-
-    #[test]
-    fn a_session_is_found_by_its_id_only_and_ends_when_told() {
-        let sessions = Sessions::default();
-        let id = sessions.start(principal(), "kid".into(), "secret".into());
-        let found = sessions.find(&id).expect("live session");
-        assert_eq!(found.principal.tenant, "acme");
-        assert!(found.csrf_matches(&found.csrf.clone()));
-        assert!(!found.csrf_matches("forged"));
-        assert!(sessions.find("another id").is_none());
-        sessions.end(&id);
-        assert!(sessions.find(&id).is_none());
-    }
-
-    #[test]
-    fn the_cookie_is_http_only_strict_and_secure_over_tls() {
-        let c = cookie("abc", true);
-        assert!(c.contains("HttpOnly") && c.contains("SameSite=Strict") && c.contains("Secure"));
-        assert!(!cookie("abc", false).contains("Secure"));
-        let mut headers = http::HeaderMap::new();
-        headers.insert(
-            http::header::COOKIE,
-            http::HeaderValue::from_static("a=b; claimd_console=xyz"),
-        );
-        assert_eq!(from_cookies(&headers).as_deref(), Some("xyz"));
-    }
-}
+mod tests;

@@ -6,13 +6,17 @@
 //! changed), and TLS (`tls`: the same certificate, a Secure cookie); the Quarantine of an
 //! orphan as one compare-and-set write (`quarantine`: done, or refused with the receipt
 //! exactly as before; `quarantine_faults`: an unreachable database and a lost answer on
-//! PostgreSQL). `page` is the test's HTTP client, `operator` the Quarantine tests' operator.
+//! PostgreSQL); sessions as a per-tenant resource (`sessions`: no sign-in ends another
+//! tenant's session). `page` is the test's HTTP client, `keep_alive` one that keeps its
+//! connection, `operator` the Quarantine tests' operator.
 
 mod access;
 mod door;
 mod faults;
+mod keep_alive;
 mod operator;
 mod page;
 mod quarantine;
 mod quarantine_faults;
+mod sessions;
 mod tls;
