@@ -1,7 +1,8 @@
 //! The `[tenants]` table of the policy file (issue 43): `[tenants.default]` and
 //! `[tenants."<name>"]` overrides with the keys `claims_per_second`, `burst`,
 //! `writes_per_second` and `max_waiting`, every one optional. A key missing from a tenant
-//! comes from `[tenants.default]`, else is no limit; so a file without `[tenants]` limits
+//! comes from `[tenants.default]`, else is no limit (but `burst` goes with the Claims rate:
+//! a section with a rate of its own has its own burst, else one second's worth); so a file without `[tenants]` limits
 //! nobody (as before quotas existed). Read with the policies (`policies::parse`), so SIGHUP
 //! replaces them together; `claimd check-config` prints them ([`render`]). Every error
 //! names the dotted key (`tenants."acme".claims_per_second`).
@@ -43,9 +44,15 @@ pub(super) fn parse(table: Option<&toml::Table>) -> Result<Quotas, Fault> {
         let prefix = format!("tenants.{name:?}");
         check_name(name, MAX_TENANT).map_err(|e| (prefix.clone(), format!("tenant {e}")))?;
         let own = section_of(section, &prefix)?;
+        // A burst goes with its rate: a section that sets its own Claims rate has its own
+        // burst (or one second's worth), not the default's sized for another rate.
+        let (claims_per_second, burst) = match own.claims_per_second {
+            Some(rate) => (Some(rate), own.burst),
+            None => (default.claims_per_second, own.burst.or(default.burst)),
+        };
         let quota = Quota {
-            claims_per_second: own.claims_per_second.or(default.claims_per_second),
-            burst: own.burst.or(default.burst),
+            claims_per_second,
+            burst,
             writes_per_second: own.writes_per_second.or(default.writes_per_second),
             max_waiting: own.max_waiting.or(default.max_waiting),
         };

@@ -46,7 +46,11 @@ fn a_tenant_takes_each_missing_key_from_tenants_default_else_no_limit() {
         "#,
     );
     let acme = p.quotas.for_tenant("acme");
-    assert_eq!(acme.claims_bucket(), Some((rate(2.5).unwrap(), 100)));
+    assert_eq!(
+        acme.claims_bucket(),
+        Some((rate(2.5).unwrap(), 3)),
+        "its own rate, so not the default's burst: one second's worth"
+    );
     assert_eq!(acme.writes_bucket(), Some((rate(10.0).unwrap(), 10)));
     assert_eq!(acme.max_waiting, Some(0));
     let globex = p.quotas.for_tenant("globex");
@@ -58,6 +62,13 @@ fn a_tenant_takes_each_missing_key_from_tenants_default_else_no_limit() {
     let other = p.quotas.for_tenant("initech");
     assert_eq!(other, &p.quotas.default);
     assert_eq!((other.writes_per_second, other.max_waiting), (None, None));
+}
+
+#[test]
+fn a_burst_alone_resizes_the_default_rate_s_bucket() {
+    let p = load("[tenants.default]\nclaims_per_second = 10\n[tenants.\"acme\"]\nburst = 40\n");
+    let acme = p.quotas.for_tenant("acme").claims_bucket();
+    assert_eq!(acme, Some((rate(10.0).unwrap(), 40)));
 }
 
 #[test]
