@@ -26,10 +26,7 @@ fn claim(key: &str, wait: i64) -> ClaimRequest {
         key: key.into(),
         fingerprint: b"fp".to_vec(),
         lease_ttl: secs(30, 0),
-        wait: (wait > 0).then(|| prost_types::Duration {
-            seconds: wait,
-            nanos: 0,
-        }),
+        wait: (wait > 0).then_some(secs(wait, 0)).flatten(),
         ..Default::default()
     }
 }

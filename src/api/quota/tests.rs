@@ -108,8 +108,10 @@ fn parked_claims_are_counted_per_tenant_until_they_leave() {
 #[test]
 fn buckets_are_kept_for_a_bounded_number_of_tenants() {
     let limiter = Limiter::with_capacity(Clock::default(), 4);
-    let mut q = Quotas::default();
-    q.default = claims(0.001, 1);
+    let q = Quotas {
+        default: claims(0.001, 1),
+        ..Quotas::default()
+    };
     limiter.claim("empty", &q).unwrap();
     for n in 0..100 {
         limiter.claim(&format!("t{n}"), &q).unwrap();
