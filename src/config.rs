@@ -23,6 +23,7 @@ mod limits;
 pub mod mesh;
 mod metrics;
 pub mod policies;
+mod quotas;
 mod sealing;
 pub use auth::AuthArgs;
 pub use bodies::BodyArgs;

@@ -153,7 +153,8 @@ impl Application {
         )
         .with_namespace_limit(self.config.metrics_namespace_limit)
         .with_page_bytes(self.config.list_page_bytes)
-        .with_waits(self.config.max_waiting_claims, drain.clone());
+        .with_waits(self.config.max_waiting_claims, drain.clone())
+        .with_quota_clock(self.config.store.clock.clone());
         let auth = Arc::new(
             Authenticator::new(
                 self.store.clone(),

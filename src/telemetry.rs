@@ -9,13 +9,15 @@
 //!
 //! Metrics: the `metrics` facade with the Prometheus exporter's recorder, served on
 //! `--metrics-listen` at `/metrics` ([`exporter`]); namespace labels are bounded
-//! ([`NamespaceLabels`]). No tenant id, key, token or payload is ever a label or a log field.
+//! ([`NamespaceLabels`]). No key, token or payload is ever a label or a log field, and no
+//! tenant id but in the quota metrics, bounded there too ([`quotas`]).
 
 pub mod activity;
 mod calls;
 pub mod exporter;
 mod gauges;
 mod labels;
+pub mod quotas;
 mod rpc;
 pub mod traces;
 pub mod waits;

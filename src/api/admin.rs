@@ -54,6 +54,8 @@ impl ClaimsApi {
         let req = request.into_inner();
         let id = receipt_key(req.namespace, req.key)?;
         let tenant = tenant_for(caller, &id)?;
+        self.quotas
+            .write(&tenant, &self.policies.current().quotas)?;
         let receipt = self.store.redrive(&tenant, &id).await?;
         // An operator's action: logged (the `rpc` span carries the namespace).
         tracing::info!(attempt = receipt.attempt, "dead letter redriven");

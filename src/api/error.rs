@@ -1,10 +1,12 @@
 //! Errors → gRPC status codes, in exactly one place: request validation, the store, the
-//! authentication layer, the drain, deadline and body-limit layers, and tonic's own
+//! tenant quotas, the authentication layer, the drain, deadline and body-limit layers, and tonic's own
 //! message-size refusal. Messages never carry tokens, keys or payloads; a database that
 //! cannot be reached, or whose disk is full or read-only, is UNAVAILABLE, never INTERNAL.
 //! Store failures are counted here (`claimd_store_errors_total{kind}`, the kind from
 //! [`StoreError::kind`]).
 
+use super::quota::QuotaRefusal;
+use super::wait::ClaimError;
 use crate::auth::{AuthError, Refusal};
 use crate::body_limit::BodyRefused;
 use crate::deadline::DeadlinePassed;
@@ -118,6 +120,29 @@ impl From<StoreError> for Status {
                 tracing::error!(error = %e, source = ?std::error::Error::source(&e), "store error");
                 Status::internal("internal error")
             }
+        }
+    }
+}
+
+/// RESOURCE_EXHAUSTED naming the quota, with a `google.rpc.RetryInfo` (when a token is due,
+/// or a parked Claim may have left) and a `google.rpc.QuotaFailure` whose violation's
+/// subject is the quota's key (`claims_per_second`); no tenant name (docs/DESIGN.md §5.15).
+impl From<QuotaRefusal> for Status {
+    fn from(e: QuotaRefusal) -> Status {
+        let violation =
+            tonic_types::QuotaViolation::new(e.quota.name(), format!("at most {}", e.limit));
+        let mut details = ErrorDetails::with_retry_info(Some(e.retry_after));
+        details.set_quota_failure(vec![violation]);
+        tracing::debug!(quota = e.quota.name(), "refused by a tenant quota");
+        Status::with_error_details(Code::ResourceExhausted, e.to_string(), details)
+    }
+}
+
+impl From<ClaimError> for Status {
+    fn from(e: ClaimError) -> Status {
+        match e {
+            ClaimError::Store(e) => e.into(),
+            ClaimError::Quota(e) => e.into(),
         }
     }
 }

@@ -5,6 +5,7 @@
 mod admin;
 mod convert;
 mod error;
+pub mod quota;
 mod validate;
 mod wait;
 
@@ -13,7 +14,7 @@ pub use error::{InvalidField, oversized_is_resource_exhausted, undecodable_is_in
 pub use validate::{
     DEFAULT_MAX_BLOB, MAX_KEY, MAX_RECEIPT_BYTES, MAX_REQUEST_BYTES, max_response_bytes,
 };
-pub use wait::{DEFAULT_MAX_WAITING_CLAIMS, MAX_WAIT, Waits};
+pub use wait::{ClaimError, DEFAULT_MAX_WAITING_CLAIMS, MAX_WAIT, Waits};
 
 use crate::auth::Principal;
 use crate::domain::{Action, ClaimInput, PolicyHandle, ReceiptKey};
@@ -37,6 +38,7 @@ pub struct ClaimsApi {
     telemetry: Arc<ClaimTelemetry>,
     activity: Arc<Activity>,
     waits: Waits,
+    quotas: Arc<quota::Limiter>,
 }
 
 impl ClaimsApi {
@@ -55,7 +57,15 @@ impl ClaimsApi {
                 DEFAULT_MAX_WAITING_CLAIMS as usize,
                 crate::drain::Drain::default(),
             ),
+            quotas: Arc::default(),
         }
+    }
+
+    /// Refills the tenants' quota buckets as `clock` moves (the store's: the monotonic
+    /// clock plus the offset tests move time by).
+    pub fn with_quota_clock(mut self, clock: crate::store::Clock) -> Self {
+        self.quotas = Arc::new(quota::Limiter::new(clock));
+        self
     }
 
     /// Lets at most `max` Claims wait at once (`wait`), all answered when `drain` starts.
@@ -123,8 +133,10 @@ impl ClaimsApi {
         action: impl FnOnce(&crate::domain::Policy) -> Result<Action, InvalidField>,
     ) -> Result<Option<pb::Receipt>, Status> {
         let token: Uuid = validate::claim_token(token)?;
-        let policy = &self.policies.for_namespace(&id.namespace);
+        let policies = self.policies.current();
+        let policy = policies.for_namespace(&id.namespace);
         let action = action(policy)?;
+        self.quotas.write(&tenant, &policies.quotas)?;
         tracing::debug!(claim.action = action.name(), "act");
         let began = tokio::time::Instant::now();
         let mut receipt = self.store.act(&tenant, &id, token, &action, policy).await?;
@@ -164,7 +176,8 @@ impl ClaimService for ClaimsApi {
         let lease = validate::duration("lease_ttl", req.lease_ttl, crate::domain::MIN_DELAY)?;
         let recovery_payload =
             validate::blob("recovery_payload", req.recovery_payload, self.max_blob)?;
-        let policy = &self.policies.for_namespace(&id.namespace);
+        let policies = self.policies.current();
+        let policy = policies.for_namespace(&id.namespace);
         let input = ClaimInput {
             id,
             fingerprint: req.fingerprint,
@@ -173,10 +186,13 @@ impl ClaimService for ClaimsApi {
             new_token: Uuid::new_v4(),
         };
         let wait = validate::wait(req.wait)?;
+        // Validated and authorized; nothing read or written yet (docs/DESIGN.md §5.15).
+        self.quotas.claim(&tenant, &policies.quotas)?;
         let store = &*self.store;
+        let park = || self.quotas.park(&tenant, &policies.quotas);
         let outcome = self
             .waits
-            .claim(store, &tenant, &input, policy, wait)
+            .claim(store, &tenant, &input, policy, wait, park)
             .await?;
         let namespace = &outcome.receipt.id.namespace;
         let (decision, attempt) = (outcome.decision, req.delivery_attempt);

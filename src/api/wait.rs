@@ -4,8 +4,11 @@
 //! receipt in the store's [`Settles`](crate::store::settles::Settles) (woken after a
 //! settling write commits, in this process or, on PostgreSQL, in any replica); it holds no
 //! connection and spawns no task, so a cancelled call leaves nothing behind. At most
-//! `--max-waiting-claims` wait at once; a drain answers them all at once.
+//! `--max-waiting-claims` wait at once; a drain answers them all at once. A call about to
+//! park is counted against its tenant's `max_waiting` quota (`super::quota`), and refused
+//! when the tenant has that many parked already.
 
+use super::quota::{Parked, QuotaRefusal};
 use crate::domain::{Action, ClaimInput, ClaimOutcome, Decision, Policy, Receipt, ReceiptKey};
 use crate::drain::Drain;
 use crate::store::{LeaseCall, Store, StoreError};
@@ -132,6 +135,17 @@ async fn claim_live(
     Ok(outcome)
 }
 
+/// Why a Claim (with or without `wait`) was not answered with a decision.
+#[derive(Debug, thiserror::Error)]
+pub enum ClaimError {
+    /// The store failed (or the call's deadline came).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The tenant already has its `max_waiting` Claims parked.
+    #[error(transparent)]
+    Quota(#[from] QuotaRefusal),
+}
+
 /// The waiting Claims of one service.
 #[derive(Debug, Clone)]
 pub struct Waits {
@@ -151,7 +165,8 @@ impl Waits {
     /// Claims for `input` and, when the answer is IN_FLIGHT, waits up to `wait` (already
     /// validated) for another. The receipt is watched before the first read, so a settle
     /// that commits right after it still wakes the call, and the first answer is not read
-    /// twice.
+    /// twice. Before it first parks the call asks `park` for its tenant's room: a refusal
+    /// is the answer (the IN_FLIGHT read wrote nothing).
     pub async fn claim(
         &self,
         store: &dyn Store,
@@ -159,10 +174,13 @@ impl Waits {
         input: &ClaimInput,
         policy: &Policy,
         wait: Option<Duration>,
-    ) -> Result<ClaimOutcome, StoreError> {
+        park: impl FnOnce() -> Result<Parked, QuotaRefusal>,
+    ) -> Result<ClaimOutcome, ClaimError> {
         let Some(end) = wait.and_then(wait_end) else {
-            return claim_live(store, tenant, input, policy).await;
+            return Ok(claim_live(store, tenant, input, policy).await?);
         };
+        let mut park = Some(park);
+        let mut _parked: Option<Parked> = None;
         let room = self.room.try_acquire().ok();
         if room.is_none() || self.drain.draining() {
             let first = claim_live(store, tenant, input, policy).await?;
@@ -191,7 +209,7 @@ impl Waits {
                 // attempt means it may have been taken over in turn, and the call can be
                 // told neither that it was granted nor that it was not.
                 Ok(outcome) if unsure.is_some_and(|n| outcome.receipt.attempt > n) => {
-                    return Err(StoreError::Unsure(unsure));
+                    return Err(StoreError::Unsure(unsure).into());
                 }
                 Ok(outcome) => {
                     // Attempt `n` held by another token, or not reached: it was not this call's.
@@ -216,7 +234,7 @@ impl Waits {
                     pause = (pause * 2).min(LAST_PAUSE);
                     continue;
                 }
-                Err(e) => return Err(e),
+                Err(e) => return Err(e.into()),
             };
             if last.decision != Decision::InFlight {
                 if let Some(waiting) = &mut waiting {
@@ -226,6 +244,9 @@ impl Waits {
                     });
                 }
                 return Ok(last);
+            }
+            if let Some(park) = park.take() {
+                _parked = Some(park()?);
             }
             let waiting = waiting.get_or_insert_with(Waiting::start);
             let now = Instant::now();

@@ -1,5 +1,6 @@
 //! Namespace policies from an optional TOML file (`--config`, `CLAIMD_CONFIG`): a
-//! `[default]` section and `[namespaces."<name>"]` overrides, every key optional. A key
+//! `[default]` section and `[namespaces."<name>"]` overrides, every key optional; and the
+//! per-tenant quotas of its `[tenants]` table (`config::quotas`). A key
 //! missing from a namespace falls back to `[default]`, then to the built-in default
 //! ([`Policy::default`]); `response_retention` falls back to `[default]`'s (capped at the
 //! namespace's retention), then to the retention itself. Every error names the key.
@@ -126,6 +127,9 @@ struct File {
     #[serde(default)]
     #[allow(dead_code)]
     mesh: Option<toml::Table>,
+    /// The `[tenants]` quotas, read by `config::quotas`.
+    #[serde(default)]
+    tenants: Option<toml::Table>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -189,9 +193,11 @@ pub fn parse(path: &Path, text: &str) -> Result<Policies, PolicyFileError> {
             resolve(section, &prefix, &default, inherited).map_err(|(k, p)| invalid(k, p))?;
         namespaces.insert(name.clone(), policy);
     }
+    let quotas = super::quotas::parse(file.tenants.as_ref()).map_err(|(k, p)| invalid(k, p))?;
     Ok(Policies {
         default,
         namespaces,
+        quotas,
     })
 }
 

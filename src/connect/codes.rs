@@ -2,7 +2,9 @@
 //! and the status details — claimd's `google.rpc.BadRequest` naming the field — as
 //! `{"type", "value"}` with the value in base64, and for a BadRequest also the `debug` JSON
 //! the protocol allows, `{"fieldViolations":[{"field","description"}]}`, for callers without
-//! protobuf) and the HTTP status Connect maps each code to; and the errors of the door
+//! protobuf) and the HTTP status Connect maps each code to, with `Retry-After` (whole
+//! seconds, rounded up) when the status carries a `google.rpc.RetryInfo` (a tenant quota's
+//! refusal, 429); and the errors of the door
 //! itself (a body too large, an unknown content type, a method other than POST, a bad
 //! `Connect-Timeout-Ms`, JSON that does not decode or gives a field twice).
 
@@ -19,6 +21,8 @@ pub struct ConnectError {
     message: String,
     details: Vec<(String, Vec<u8>)>,
     http: Option<StatusCode>,
+    /// `Retry-After`, in seconds.
+    retry_after: Option<u64>,
 }
 
 impl ConnectError {
@@ -28,6 +32,7 @@ impl ConnectError {
             message: message.into(),
             details: Vec::new(),
             http: None,
+            retry_after: None,
         }
     }
 
@@ -42,6 +47,9 @@ impl ConnectError {
                     .next()
                     .unwrap_or_default()
                     .to_owned();
+                if name == "google.rpc.RetryInfo" {
+                    e.retry_after = retry_after_secs(&any.value);
+                }
                 e.details.push((name, any.value));
             }
         }
@@ -198,13 +206,43 @@ impl ConnectError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
+        if let Some(secs) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
         response
     }
 }
 
-/// The `debug` JSON of a detail claimd sends (proto3 JSON of a `google.rpc.BadRequest`), so
-/// a caller reads the field without decoding protobuf; `None` for any other detail.
+/// A `google.rpc.RetryInfo`'s delay in whole seconds, rounded up (a delay of 200 ms is
+/// `Retry-After: 1`), for HTTP's `Retry-After`.
+fn retry_after_secs(value: &[u8]) -> Option<u64> {
+    let info = <tonic_types::pb::RetryInfo as prost::Message>::decode(value).ok()?;
+    let delay = info.retry_delay?;
+    let secs = u64::try_from(delay.seconds).ok()?;
+    Some(secs + u64::from(delay.nanos > 0))
+}
+
+/// The `debug` JSON of a detail claimd sends (proto3 JSON of a `google.rpc.BadRequest`, a
+/// `google.rpc.QuotaFailure` or a `google.rpc.RetryInfo`), so a caller reads it without
+/// decoding protobuf; `None` for any other detail.
 fn debug_of(kind: &str, value: &[u8]) -> Option<serde_json::Value> {
+    if kind == "google.rpc.QuotaFailure" {
+        let failure = <tonic_types::pb::QuotaFailure as prost::Message>::decode(value).ok()?;
+        let violations: Vec<serde_json::Value> = failure
+            .violations
+            .iter()
+            .map(|v| serde_json::json!({ "subject": v.subject, "description": v.description }))
+            .collect();
+        return Some(serde_json::json!({ "violations": violations }));
+    }
+    if kind == "google.rpc.RetryInfo" {
+        let info = <tonic_types::pb::RetryInfo as prost::Message>::decode(value).ok()?;
+        let delay = info.retry_delay?;
+        let shown = format!("{}.{:09}s", delay.seconds, delay.nanos);
+        return Some(serde_json::json!({ "retryDelay": shown }));
+    }
     if kind != "google.rpc.BadRequest" {
         return None;
     }
@@ -274,5 +312,29 @@ mod tests {
         // The caller's own deadline keeps Connect's mapping.
         let late = ConnectError::from_status(&Status::deadline_exceeded("late"));
         assert_eq!(late.into_response().status().as_u16(), 504);
+    }
+
+    #[test]
+    fn a_status_with_retry_info_is_429_with_retry_after_in_whole_seconds_rounded_up() {
+        use tonic_types::{ErrorDetails, StatusExt};
+        let retry = |delay: std::time::Duration| {
+            let details = ErrorDetails::with_retry_info(Some(delay));
+            let status =
+                Status::with_error_details(tonic::Code::ResourceExhausted, "over", details);
+            ConnectError::from_status(&status).into_response()
+        };
+        let header = |response: &http::Response<_>| {
+            let value = response.headers().get(http::header::RETRY_AFTER);
+            value.map(|v| v.to_str().unwrap().to_owned())
+        };
+        let soon = retry(std::time::Duration::from_millis(200));
+        assert_eq!(soon.status().as_u16(), 429);
+        assert_eq!(header(&soon).as_deref(), Some("1"));
+        let later = retry(std::time::Duration::from_millis(2001));
+        assert_eq!(header(&later).as_deref(), Some("3"));
+        let exact = retry(std::time::Duration::from_secs(2));
+        assert_eq!(header(&exact).as_deref(), Some("2"));
+        let plain = ConnectError::from_status(&Status::resource_exhausted("full"));
+        assert_eq!(header(&plain.into_response()), None);
     }
 }

@@ -1,4 +1,4 @@
-//! The pure rules of claimd: receipts, states, decisions, policies, backoff and the
+//! The pure rules of claimd: receipts, states, decisions, policies, tenant quotas, backoff and the
 //! transition functions of docs/DESIGN.md §2. No I/O, no tonic, no sqlx: every store implements
 //! these rules (in SQL where speed matters) and the model-based tests use them as the oracle:
 //! `decide_claim` (claim), `apply` (action: the holder's calls), `redrive` and
@@ -10,6 +10,7 @@ mod claim;
 mod names;
 mod orphan;
 mod policy;
+mod quota;
 mod redrive;
 
 pub use action::{Action, ActionError, apply};
@@ -18,6 +19,7 @@ pub use claim::{ClaimInput, ClaimOutcome, Write, decide_claim};
 pub use names::{MAX_NAMESPACE, MAX_TENANT, NAME_ALPHABET, NameError, check_name, is_name_char};
 pub use orphan::{NotQuarantined, Seen, quarantine_orphan};
 pub use policy::{MAX_DELAY, MIN_DELAY, Policies, Policy, PolicyHandle};
+pub use quota::{Quota, Quotas, Rate};
 pub use redrive::redrive;
 
 use chrono::{DateTime, Utc};

@@ -1,6 +1,7 @@
-//! Per-namespace policies: lease, attempt budget, backoff and retention. [`PolicyHandle`]
-//! holds the policies in force; the API and the janitor read it per call and a reload
-//! replaces it whole, so a call sees either the old or the new policies, never a mix.
+//! Per-namespace policies: lease, attempt budget, backoff and retention, and with them the
+//! per-tenant quotas of the same file. [`PolicyHandle`] holds the policies in force; the
+//! API and the janitor read it per call and a reload replaces it whole, so a call sees
+//! either the old or the new policies, never a mix.
 
 use chrono::TimeDelta;
 use std::collections::HashMap;
@@ -43,13 +44,15 @@ impl Default for Policy {
     }
 }
 
-/// The default policy and the per-namespace overrides.
+/// The default policy and the per-namespace overrides; the per-tenant quotas.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Policies {
     /// For namespaces without an override.
     pub default: Policy,
     /// Overrides by exact namespace.
     pub namespaces: HashMap<String, Policy>,
+    /// The `[tenants]` quotas (none by default: no limit).
+    pub quotas: super::Quotas,
 }
 
 impl Policies {

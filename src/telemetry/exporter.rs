@@ -62,6 +62,13 @@ pub const AUTH_THROTTLED_SOURCES: &str = "claimd_auth_throttled_sources_total";
 /// authentications.
 pub const AUTH_THROTTLED: &str = "claimd_auth_throttled_total";
 
+/// `claimd_quota_refusals_total{tenant, quota}`: calls refused by a tenant quota
+/// (`claims_per_second`, `writes_per_second`, `max_waiting`).
+pub const QUOTA_REFUSALS: &str = "claimd_quota_refusals_total";
+/// `claimd_quota_waiting{tenant}`: Claims parked in `wait` now, of tenants under a
+/// `max_waiting` quota.
+pub const QUOTA_WAITING: &str = "claimd_quota_waiting";
+
 /// The `kind` values ([`crate::store::StoreError::kind`]) of the failures [`STORE_ERRORS`]
 /// counts, registered at zero so rates exist from the start.
 pub const STORE_ERROR_KINDS: [&str; 6] = [
@@ -169,6 +176,15 @@ fn describe() {
     describe_counter!(
         AUTH_THROTTLED,
         "Calls refused because their source ran out of failed authentications"
+    );
+    describe_counter!(
+        QUOTA_REFUSALS,
+        "Calls refused by a tenant quota (nothing written), by tenant (bounded: see \
+         docs/OPERATIONS.md) and quota (claims_per_second, writes_per_second, max_waiting)"
+    );
+    describe_gauge!(
+        QUOTA_WAITING,
+        "Claims with wait parked right now, by tenant, for tenants under a max_waiting quota"
     );
     metrics::counter!(AUTH_THROTTLED_SOURCES).increment(0);
     metrics::counter!(AUTH_THROTTLED).increment(0);

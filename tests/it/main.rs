@@ -72,6 +72,7 @@ mod plans;
 mod policies;
 mod polyglot;
 mod quickstart;
+mod quotas;
 mod read_only;
 mod sealing;
 mod sealing_keys;

@@ -479,16 +479,20 @@ async fn check(
                     let waiter = claimd::api::Waits::new(1, claimd::drain::Drain::default());
                     let (t, row) = (tenant(who), id(key));
                     let wait = std::time::Duration::from_secs(20);
+                    // No quota: the park always has room.
+                    let quotas = claimd::api::quota::Limiter::default();
+                    let park = || quotas.park(&t, &Default::default());
                     let (waited, settled) = tokio::join!(
-                        waiter.claim(store, &t, &input, &policy, Some(wait)),
+                        waiter.claim(store, &t, &input, &policy, Some(wait), park),
                         store.act(&t, &row, token, &action, &policy),
                     );
                     let settled = settled.map_err(fail)?;
                     let want = model.act(who, key, token, &action, now);
                     prop_assert_eq!(Ok(settled), want, "step {}: {:?}", step, op);
                     let want = model.claim(who, key, &input, now);
+                    let waited = waited.map_err(|e| TestCaseError::fail(format!("{e:?}")));
                     prop_assert_eq!(
-                        waited.map_err(fail)?,
+                        waited?,
                         want,
                         "step {} (waiter): {:?}",
                         step,

@@ -2,7 +2,8 @@
 //! scripted sequence of calls moves every counter by exactly what it should, every line of
 //! the exposition parses, the orphan gauge sees an expired lease and a due retry, the
 //! namespace label is bounded, store failures are counted, waiting Claims are counted while
-//! they wait and by how their wait ended, and no tenant id, key, token or payload appears —
+//! they wait and by how their wait ended, tenant quotas' refusals and parked Claims are
+//! counted by tenant (`quotas.rs`), and no other tenant id, key, token or payload appears —
 //! on both stores.
 //!
 //! The recorder is global to the process, so these tests take turns ([`SERIAL`]) and
@@ -13,6 +14,7 @@
 #[path = "../it/common/mod.rs"]
 #[macro_use]
 mod common;
+mod quotas;
 mod scrape;
 
 use claimd::auth::generate_key;

@@ -1,5 +1,5 @@
-//! SIGHUP: the policy file read again and put in force for the next call, or refused
-//! (logged) with the policies in force kept.
+//! SIGHUP: the policy file (namespace policies and tenant quotas) read again and put in
+//! force for the next call, or refused (logged) with the policies in force kept.
 
 use super::load;
 use crate::domain::PolicyHandle;
@@ -23,8 +23,9 @@ pub async fn reload_on_sighup(
         match load(path) {
             Ok(policies) => {
                 let overrides = policies.namespaces.len();
+                let tenants = policies.quotas.tenants.len();
                 handle.replace(policies);
-                tracing::info!(file = %path.display(), overrides, "policies reloaded");
+                tracing::info!(file = %path.display(), overrides, tenants, "policies reloaded");
             }
             Err(error) => {
                 tracing::error!(%error, "policy file refused; the policies in force stay");

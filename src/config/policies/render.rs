@@ -1,4 +1,4 @@
-//! The effective policies printed as a policy file (`claimd check-config`).
+//! The effective policies and tenant quotas printed as a policy file (`claimd check-config`).
 
 use crate::config::duration::show;
 use crate::domain::{Policies, Policy};
@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// The effective policies as a policy file: every key of `[default]` and of each
-/// namespace, inherited values included (what `claimd check-config` prints).
+/// namespace, inherited values included, then the `[tenants]` quotas the same way (what
+/// `claimd check-config` prints).
 pub fn render(policies: &Policies) -> String {
     let mut out = String::new();
     let mut section = |header: &str, p: &Policy| {
@@ -24,5 +25,6 @@ pub fn render(policies: &Policies) -> String {
     for (name, policy) in sorted {
         section(&format!("namespaces.{name:?}"), policy);
     }
+    crate::config::quotas::render(&policies.quotas, &mut out);
     out.trim_end().to_owned() + "\n"
 }
