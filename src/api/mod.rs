@@ -100,6 +100,12 @@ impl ClaimsApi {
     pub fn store(&self) -> Arc<dyn Store> {
         self.store.clone()
     }
+
+    /// `tenant`'s quotas in force and what is left of each on this claimd (the console's
+    /// overview).
+    pub fn quota_usage(&self, tenant: &str) -> quota::Usage {
+        self.quotas.usage(tenant, &self.policies.current().quotas)
+    }
 }
 
 /// The caller's principal, put into the request by the authentication layer.

@@ -15,6 +15,9 @@
 //! crate: a keyed limiter (governor's) fixes one rate for every key at construction.
 
 mod bucket;
+mod usage;
+
+pub use usage::{BucketUsage, Usage};
 
 use crate::domain::{Quota, Quotas, Rate};
 use crate::store::Clock;

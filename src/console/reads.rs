@@ -27,7 +27,14 @@ pub async fn overview(console: &Console, session: &Session) -> Answer {
         .filter(|c| session.principal.check(Some(&c.namespace)).is_ok())
         .collect::<Vec<_>>();
     let activity = console.api.activity();
-    views::overview(session, &visible, &activity.rates(tenant), activity.full())
+    let usage = console.api.quota_usage(tenant);
+    views::overview(
+        session,
+        &visible,
+        &activity.rates(tenant),
+        activity.full(),
+        &usage,
+    )
 }
 
 /// The list's filter from the query string; `Err` names the field that is wrong.

@@ -4,6 +4,7 @@
 //! and the script are embedded in the binary ([`CSS`], [`JS`]) and the script only adds live
 //! updates of the overview: every page and form works without it.
 
+mod quotas;
 mod receipts;
 
 pub use receipts::{Filter, Listed, not_quarantined, receipt, receipts};
@@ -129,9 +130,12 @@ pub fn overview(
     counts: &[NamespaceCounts],
     rates: &HashMap<String, Rates>,
     untracked: bool,
+    usage: &crate::api::quota::Usage,
 ) -> Answer {
+    let claims: f64 = rates.values().map(|r| r.claims).sum();
     let content = html! {
         div #live data-refresh="5" {
+            (quotas::quotas(usage, claims))
             @if counts.is_empty() {
                 p #empty { "No receipts yet." }
             } @else {

@@ -7,7 +7,7 @@
 //! orphan as one compare-and-set write (`quarantine`: done, or refused with the receipt
 //! exactly as before; `quarantine_faults`: an unreachable database and a lost answer on
 //! PostgreSQL); sessions as a per-tenant resource (`sessions`: no sign-in ends another
-//! tenant's session). `page` is the test's HTTP client, `keep_alive` one that keeps its
+//! tenant's session); the overview's quota table (`quotas`). `page` is the test's HTTP client, `keep_alive` one that keeps its
 //! connection, `operator` the Quarantine tests' operator.
 
 mod access;
@@ -18,5 +18,6 @@ mod operator;
 mod page;
 mod quarantine;
 mod quarantine_faults;
+mod quotas;
 mod sessions;
 mod tls;
