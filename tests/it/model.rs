@@ -491,13 +491,7 @@ async fn check(
                     prop_assert_eq!(Ok(settled), want, "step {}: {:?}", step, op);
                     let want = model.claim(who, key, &input, now);
                     let waited = waited.map_err(|e| TestCaseError::fail(format!("{e:?}")));
-                    prop_assert_eq!(
-                        waited?,
-                        want,
-                        "step {} (waiter): {:?}",
-                        step,
-                        op
-                    );
+                    prop_assert_eq!(waited?, want, "step {} (waiter): {:?}", step, op);
                 }
             }
             Request::List(who, query) => {
