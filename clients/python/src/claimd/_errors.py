@@ -1,5 +1,5 @@
-"""`ClaimdError`, the one exception the client raises for a failed call; and the
-exceptions of `claimd.idempotent`: `NotClaimed` (`InFlight`, `RetryScheduled`,
+"""`ClaimdError`, the one exception the client raises for a failed call (`QuotaError`,
+its subclass, when a tenant quota refused it); and the exceptions of `claimd.idempotent`: `NotClaimed` (`InFlight`, `RetryScheduled`,
 `Quarantined`, `Conflict`) when claimd did not let the function run, and
 `PermanentError`, which a function raises to quarantine its key.
 
@@ -7,7 +7,10 @@ It carries the gRPC status code, claimd's message and, for INVALID_ARGUMENT, the
 fields claimd named in its `google.rpc.BadRequest` detail. That detail travels in the
 `grpc-status-details-bin` trailer as a serialized `google.rpc.Status`; it is decoded with
 the package's own wire-compatible copies of those messages (`claimd._rpc.status_pb2`), so
-no package besides grpcio and protobuf is needed.
+no package besides grpcio and protobuf is needed for it. A quota refusal's details
+(RESOURCE_EXHAUSTED with a `google.rpc.RetryInfo` and a `google.rpc.QuotaFailure`,
+docs/DESIGN.md §5.15) are read with grpcio-status (`grpc_status.rpc_status.from_call`) and
+the google.rpc messages of googleapis-common-protos.
 
 claimd's messages never echo a claim token, an API key or a payload (docs/DESIGN.md §2.7),
 and this module adds none: a `ClaimdError` is safe to log.
@@ -17,10 +20,12 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import grpc
 from google.protobuf.message import DecodeError
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 
 from claimd._common import Decision
 from claimd._rpc import status_pb2
@@ -76,10 +81,72 @@ class ClaimdError(Exception):
 
     @classmethod
     def from_rpc_error(cls, error: grpc.RpcError) -> ClaimdError:
-        """The ClaimdError for a grpc.RpcError (sync) or grpc.aio.AioRpcError."""
+        """The ClaimdError for a grpc.RpcError (sync) or grpc.aio.AioRpcError: a
+        `QuotaError` when it is a tenant quota's refusal."""
         code = _call(error, "code") or grpc.StatusCode.UNKNOWN
         details = _call(error, "details") or ""
-        return cls(code, details, field_violations(_call(error, "trailing_metadata")))
+        violations = field_violations(_call(error, "trailing_metadata"))
+        refusal = quota_refusal(error) if code == grpc.StatusCode.RESOURCE_EXHAUSTED else None
+        if refusal is not None:
+            return QuotaError(refusal[0], refusal[1], details)
+        return cls(code, details, violations)
+
+
+class QuotaError(ClaimdError):
+    """claimd refused the call because the tenant is over one of its quotas
+    (docs/DESIGN.md §5.15): RESOURCE_EXHAUSTED with a `google.rpc.RetryInfo` and a
+    `google.rpc.QuotaFailure`. Nothing was written and no attempt was spent.
+
+    `quota` is the quota's key (`claims_per_second`, `writes_per_second`, `max_waiting`) and
+    `retry_after` the RetryInfo's delay in seconds: when claimd expects to take the call. A
+    RESOURCE_EXHAUSTED without both details stays a plain `ClaimdError`.
+    """
+
+    quota: str
+    retry_after: float
+
+    def __init__(self, quota: str, retry_after: float, details: str = "") -> None:
+        self.quota = quota
+        self.retry_after = retry_after
+        super().__init__(grpc.StatusCode.RESOURCE_EXHAUSTED, details)
+        self.args = (quota, retry_after, details)
+
+    def __repr__(self) -> str:
+        return f"QuotaError({self.quota!r}, retry_after={self.retry_after!r})"
+
+
+def quota_refusal(error: grpc.RpcError) -> tuple[str, float] | None:
+    """`(quota, retry_after seconds)` when `error`'s rich status (the google.rpc.Status of
+    its `grpc-status-details-bin` trailer) holds both a RetryInfo with a delay and a
+    QuotaFailure naming a quota; None otherwise, or when the trailer does not decode."""
+    if not callable(getattr(error, "trailing_metadata", None)):
+        return None  # a bare RpcError: no status, no trailer
+    try:
+        # A sync error is a grpc.Call; an AioRpcError has the three methods from_call reads
+        # (code, details, trailing_metadata) without being one.
+        status = rpc_status.from_call(cast(grpc.Call, error))
+    except (ValueError, DecodeError):
+        return None
+    if status is None:
+        return None
+    quota: str | None = None
+    retry_after: float | None = None
+    try:
+        for detail in status.details:
+            if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+                info = error_details_pb2.RetryInfo()
+                detail.Unpack(info)
+                if info.HasField("retry_delay"):
+                    retry_after = info.retry_delay.ToTimedelta().total_seconds()
+            elif detail.Is(error_details_pb2.QuotaFailure.DESCRIPTOR):
+                failure = error_details_pb2.QuotaFailure()
+                detail.Unpack(failure)
+                quota = next((v.subject for v in failure.violations if v.subject), quota)
+    except DecodeError:
+        return None
+    if quota is None or retry_after is None:
+        return None
+    return quota, retry_after
 
 
 def _call(error: grpc.RpcError, name: str) -> Any:
