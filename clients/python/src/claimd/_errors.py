@@ -7,10 +7,9 @@ It carries the gRPC status code, claimd's message and, for INVALID_ARGUMENT, the
 fields claimd named in its `google.rpc.BadRequest` detail. That detail travels in the
 `grpc-status-details-bin` trailer as a serialized `google.rpc.Status`; it is decoded with
 the package's own wire-compatible copies of those messages (`claimd._rpc.status_pb2`), so
-no package besides grpcio and protobuf is needed for it. A quota refusal's details
+no package besides grpcio and protobuf is needed. A tenant quota's refusal
 (RESOURCE_EXHAUSTED with a `google.rpc.RetryInfo` and a `google.rpc.QuotaFailure`,
-docs/DESIGN.md §5.15) are read with grpcio-status (`grpc_status.rpc_status.from_call`) and
-the google.rpc messages of googleapis-common-protos.
+docs/DESIGN.md §5.15) is read from the same trailer with the copies of those two.
 
 claimd's messages never echo a claim token, an API key or a payload (docs/DESIGN.md §2.7),
 and this module adds none: a `ClaimdError` is safe to log.
@@ -20,12 +19,10 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterable
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 import grpc
 from google.protobuf.message import DecodeError
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
 from claimd._common import Decision
 from claimd._rpc import status_pb2
@@ -33,6 +30,8 @@ from claimd.v1 import claims_pb2
 
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
 BAD_REQUEST_TYPE = "google.rpc.BadRequest"
+RETRY_INFO_TYPE = "google.rpc.RetryInfo"
+QUOTA_FAILURE_TYPE = "google.rpc.QuotaFailure"
 
 
 class FieldViolation(NamedTuple):
@@ -85,8 +84,9 @@ class ClaimdError(Exception):
         `QuotaError` when it is a tenant quota's refusal."""
         code = _call(error, "code") or grpc.StatusCode.UNKNOWN
         details = _call(error, "details") or ""
-        violations = field_violations(_call(error, "trailing_metadata"))
-        refusal = quota_refusal(error) if code == grpc.StatusCode.RESOURCE_EXHAUSTED else None
+        metadata = _call(error, "trailing_metadata")
+        violations = field_violations(metadata)
+        refusal = quota_refusal(metadata) if code == grpc.StatusCode.RESOURCE_EXHAUSTED else None
         if refusal is not None:
             return QuotaError(refusal[0], refusal[1], details)
         return cls(code, details, violations)
@@ -115,35 +115,31 @@ class QuotaError(ClaimdError):
         return f"QuotaError({self.quota!r}, retry_after={self.retry_after!r})"
 
 
-def quota_refusal(error: grpc.RpcError) -> tuple[str, float] | None:
-    """`(quota, retry_after seconds)` when `error`'s rich status (the google.rpc.Status of
-    its `grpc-status-details-bin` trailer) holds both a RetryInfo with a delay and a
-    QuotaFailure naming a quota; None otherwise, or when the trailer does not decode."""
-    if not callable(getattr(error, "trailing_metadata", None)):
-        return None  # a bare RpcError: no status, no trailer
-    try:
-        # A sync error is a grpc.Call; an AioRpcError has the three methods from_call reads
-        # (code, details, trailing_metadata) without being one.
-        status = rpc_status.from_call(cast(grpc.Call, error))
-    except (ValueError, DecodeError):
-        return None
-    if status is None:
+def quota_refusal(metadata: Iterable[Any] | None) -> tuple[str, float] | None:
+    """`(quota, retry_after seconds)` when the google.rpc.Status in trailing `metadata` holds
+    both a RetryInfo with a delay and a QuotaFailure naming a quota; None otherwise, or when
+    the trailer does not decode."""
+    if not metadata:
         return None
     quota: str | None = None
     retry_after: float | None = None
-    try:
-        for detail in status.details:
-            if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
-                info = error_details_pb2.RetryInfo()
-                detail.Unpack(info)
-                if info.HasField("retry_delay"):
-                    retry_after = info.retry_delay.ToTimedelta().total_seconds()
-            elif detail.Is(error_details_pb2.QuotaFailure.DESCRIPTOR):
-                failure = error_details_pb2.QuotaFailure()
-                detail.Unpack(failure)
-                quota = next((v.subject for v in failure.violations if v.subject), quota)
-    except DecodeError:
-        return None
+    for item in metadata:
+        key, value = item[0], item[1]
+        if key != STATUS_DETAILS_KEY or not isinstance(value, bytes):
+            continue
+        try:
+            status = status_pb2.Status.FromString(value)
+            for detail in status.details:
+                kind = detail.type_url.rsplit("/", 1)[-1]
+                if kind == RETRY_INFO_TYPE:
+                    info = status_pb2.RetryInfo.FromString(detail.value)
+                    if info.HasField("retry_delay"):
+                        retry_after = info.retry_delay.ToTimedelta().total_seconds()
+                elif kind == QUOTA_FAILURE_TYPE:
+                    failure = status_pb2.QuotaFailure.FromString(detail.value)
+                    quota = next((v.subject for v in failure.violations if v.subject), quota)
+        except DecodeError:
+            return None
     if quota is None or retry_after is None:
         return None
     return quota, retry_after
