@@ -3,6 +3,7 @@ package claimd
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -50,7 +51,34 @@ func (e *Error) GRPCStatus() *status.Status {
 	return s
 }
 
-// wrapError turns an RPC error into an *Error; nil stays nil.
+// QuotaError is the error of a call claimd refused because the tenant is over one of its
+// quotas (docs/DESIGN.md §5.15): codes.ResourceExhausted with a google.rpc.RetryInfo and a
+// google.rpc.QuotaFailure. Nothing was written and no attempt was spent. Get it with
+// errors.As; it wraps the call's [*Error], which errors.As finds through it too. A
+// ResourceExhausted without both details (a message over a size limit) is a plain *Error.
+type QuotaError struct {
+	// Quota is the quota's key, the QuotaFailure's violation subject: "claims_per_second",
+	// "writes_per_second" or "max_waiting".
+	Quota string
+	// RetryAfter is the RetryInfo's delay: when claimd expects to take the call.
+	RetryAfter time.Duration
+	// Err is the call's error (Code codes.ResourceExhausted, claimd's message).
+	Err *Error
+}
+
+// Error returns the wrapped error's text with the quota and the delay.
+func (e *QuotaError) Error() string {
+	return fmt.Sprintf("%s (quota %s, retry after %s)", e.Err.Error(), e.Quota, e.RetryAfter)
+}
+
+// Unwrap returns the call's *Error.
+func (e *QuotaError) Unwrap() error { return e.Err }
+
+// GRPCStatus returns the gRPC status, so that status.FromError and status.Code work.
+func (e *QuotaError) GRPCStatus() *status.Status { return e.Err.GRPCStatus() }
+
+// wrapError turns an RPC error into an *Error, or a *QuotaError wrapping one; nil stays
+// nil.
 func wrapError(op string, err error) error {
 	if err == nil {
 		return nil
@@ -60,13 +88,34 @@ func wrapError(op string, err error) error {
 		s = status.FromContextError(err)
 	}
 	e := &Error{Op: op, Code: s.Code(), Message: s.Message(), status: s.Err()}
+	var (
+		quota      string
+		retryAfter *time.Duration
+	)
 	for _, d := range s.Details() {
-		if br, ok := d.(*errdetails.BadRequest); ok && e.Field == "" {
-			for _, v := range br.GetFieldViolations() {
-				e.Field = v.GetField()
-				break
+		switch d := d.(type) {
+		case *errdetails.BadRequest:
+			if e.Field == "" {
+				for _, v := range d.GetFieldViolations() {
+					e.Field = v.GetField()
+					break
+				}
+			}
+		case *errdetails.RetryInfo:
+			if delay := d.GetRetryDelay(); delay != nil && delay.IsValid() {
+				after := delay.AsDuration()
+				retryAfter = &after
+			}
+		case *errdetails.QuotaFailure:
+			for _, v := range d.GetViolations() {
+				if quota == "" && v.GetSubject() != "" {
+					quota = v.GetSubject()
+				}
 			}
 		}
+	}
+	if e.Code == codes.ResourceExhausted && quota != "" && retryAfter != nil {
+		return &QuotaError{Quota: quota, RetryAfter: *retryAfter, Err: e}
 	}
 	return e
 }

@@ -10,3 +10,6 @@ func HeartbeatDone(l *Lease) <-chan struct{} {
 	defer l.mu.Unlock()
 	return l.beating
 }
+
+// WrapError exposes how an RPC error becomes an *Error or a *QuotaError.
+func WrapError(op string, err error) error { return wrapError(op, err) }

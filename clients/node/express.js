@@ -23,10 +23,12 @@
 // settles the key: retries get its status and headers with a problem body saying so. Only
 // a handler that throws or calls next(err) before answering gives the key back (Retry,
 // with the error's class name only); the error goes on to Express's error handlers.
+// A Claim refused by a tenant quota of claimd (a QuotaError) is 503 with `Retry-After` (the
+// quota's delay in whole seconds, rounded up, at least 1), and the handler does not run.
 //
 // Nothing here logs; no problem body or error carries a key, a token or a body.
 
-const { Decision, ClaimdError, status: grpcStatus, timestampMs } = require('./index.js');
+const { Decision, ClaimdError, QuotaError, status: grpcStatus, timestampMs } = require('./index.js');
 const identity = require('./lib/request-identity.js');
 const stored = require('./lib/stored-response.js');
 const { watchHandlers, markGuard, WATCHING } = require('./lib/route-errors.js');
@@ -57,6 +59,11 @@ function attemptFailed(text, retryAfterMs) {
   error.name = text; // errorText() of a message-less error is its name alone
   error.retryAfterMs = retryAfterMs;
   return error;
+}
+
+/** A delay in milliseconds as `Retry-After` seconds: rounded up, at least 1. */
+function retryAfterSeconds(ms) {
+  return String(Math.max(1, Math.ceil(ms / 1000)));
 }
 
 /** A cookie name: a token (RFC 6265), as `sessionCookie` must be. */
@@ -251,6 +258,12 @@ function idempotency(options) {
         if (propagated) return undefined; // the error went on to Express's error handlers
         // The handler ran (settling it failed): its answer is real, so the client gets it.
         if (produced) return sendProduced();
+        if (error instanceof QuotaError && error.rpc === 'Claim') {
+          // claimd took nothing from this request: its sender may come back once it is due.
+          return problem(res, 503, 'idempotency-quota-exceeded', 'Idempotency store quota exceeded',
+            'This service is over its quota of the idempotency store; retry after Retry-After seconds.',
+            { 'Retry-After': retryAfterSeconds(error.retryAfterMs) });
+        }
         if (error instanceof ClaimdError) {
           const busy = error.code === grpcStatus.UNAVAILABLE ||
             error.code === grpcStatus.DEADLINE_EXCEEDED ||

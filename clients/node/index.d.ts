@@ -127,7 +127,8 @@ export interface FieldViolation {
  */
 export declare class ClaimdError extends Error {
   constructor(rpc: string, source: { code?: number; details?: string; message?: string; metadata?: unknown });
-  readonly name: 'ClaimdError';
+  /** 'QuotaError' for the subclass. */
+  readonly name: 'ClaimdError' | 'QuotaError';
   /** The method, e.g. 'Claim'. */
   readonly rpc: string;
   readonly code: grpcStatus;
@@ -137,6 +138,24 @@ export declare class ClaimdError extends Error {
   readonly violations: FieldViolation[];
   /** The first violation's field ('key', 'lease_ttl', 'wait'), or null. */
   readonly field: string | null;
+}
+
+/**
+ * A call claimd refused because the tenant is over one of its quotas: RESOURCE_EXHAUSTED
+ * with google.rpc.RetryInfo and QuotaFailure details. Nothing was written and no attempt
+ * was spent. A RESOURCE_EXHAUSTED without those details stays a plain ClaimdError.
+ */
+export declare class QuotaError extends ClaimdError {
+  constructor(
+    rpc: string,
+    source: { code?: number; details?: string; message?: string; metadata?: unknown },
+    refusal: { quota: string; retryAfterMs: number },
+  );
+  readonly name: 'QuotaError';
+  /** The quota's key: 'claims_per_second', 'writes_per_second' or 'max_waiting'. */
+  readonly quota: string;
+  /** The RetryInfo's delay in milliseconds (rounded up): when claimd expects the call. */
+  readonly retryAfterMs: number;
 }
 
 /** Thrown by the work when retrying cannot help: `run` quarantines instead of retrying. */

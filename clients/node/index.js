@@ -23,12 +23,15 @@
 // are Buffers, and unset fields have their defaults (unset timestamps are null).
 //
 // Nothing here logs. Errors name the RPC, the status code, claimd's message and the fields
-// of its BadRequest details — never a claim token, an API key or a payload.
+// of its BadRequest details — never a claim token, an API key or a payload. A call refused
+// by a tenant quota (RESOURCE_EXHAUSTED with google.rpc.RetryInfo and QuotaFailure details)
+// rejects with a QuotaError, a ClaimdError with `quota` and `retryAfterMs`.
 
 const crypto = require('node:crypto');
 const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
+const protobuf = require('protobufjs');
 
 /** This package's version: the version of the claimd.v1 proto it ships (proto/VERSION). */
 const VERSION = require('./package.json').version;
@@ -105,6 +108,54 @@ const LOST_CODES = new Set([
 const STATUS_DETAILS = 'grpc-status-details-bin';
 /** The type URL of google.rpc.BadRequest, as an Any names it. */
 const BAD_REQUEST = 'type.googleapis.com/google.rpc.BadRequest';
+/** The type URLs of the details of a quota refusal (docs/DESIGN.md §5.15). */
+const RETRY_INFO = 'type.googleapis.com/google.rpc.RetryInfo';
+const QUOTA_FAILURE = 'type.googleapis.com/google.rpc.QuotaFailure';
+
+/**
+ * google.rpc.Status and the details of a quota refusal (google/rpc/status.proto and
+ * error_details.proto, the fields claimd sends), for protobufjs: the runtime
+ * @grpc/proto-loader loads the claimd proto with.
+ */
+const RPC_TYPES = protobuf.Root.fromJSON({
+  nested: {
+    google: {
+      nested: {
+        protobuf: {
+          nested: {
+            Any: { fields: { type_url: { type: 'string', id: 1 }, value: { type: 'bytes', id: 2 } } },
+            Duration: { fields: { seconds: { type: 'int64', id: 1 }, nanos: { type: 'int32', id: 2 } } },
+          },
+        },
+        rpc: {
+          nested: {
+            Status: {
+              fields: {
+                code: { type: 'int32', id: 1 },
+                message: { type: 'string', id: 2 },
+                details: { rule: 'repeated', type: 'google.protobuf.Any', id: 3 },
+              },
+            },
+            RetryInfo: { fields: { retry_delay: { type: 'google.protobuf.Duration', id: 1 } } },
+            QuotaFailure: {
+              fields: { violations: { rule: 'repeated', type: 'Violation', id: 1 } },
+              nested: {
+                Violation: {
+                  fields: { subject: { type: 'string', id: 1 }, description: { type: 'string', id: 2 } },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+  },
+});
+const RPC_STATUS = RPC_TYPES.lookupType('google.rpc.Status');
+const RPC_RETRY_INFO = RPC_TYPES.lookupType('google.rpc.RetryInfo');
+const RPC_QUOTA_FAILURE = RPC_TYPES.lookupType('google.rpc.QuotaFailure');
+/** How protobufjs hands decoded messages over: 64-bit integers as numbers, defaults set. */
+const AS_OBJECT = { longs: Number, defaults: true };
 
 const STATUS_NAMES = Object.fromEntries(
   Object.entries(grpc.status).map(([name, code]) => [code, name]),
@@ -182,6 +233,40 @@ function fieldViolations(source) {
 }
 
 /**
+ * The quota refusal in a gRPC error: `{quota, retryAfterMs}` when it is RESOURCE_EXHAUSTED
+ * and its `grpc-status-details-bin` trailer (a google.rpc.Status) holds both a RetryInfo
+ * with a delay and a QuotaFailure naming a quota; null otherwise (a RESOURCE_EXHAUSTED
+ * without them, e.g. a message over a size limit, is not a quota's).
+ */
+function quotaRefusal(source) {
+  if (!source || source.code !== grpc.status.RESOURCE_EXHAUSTED) return null;
+  const metadata = source.metadata;
+  if (!metadata || typeof metadata.get !== 'function') return null;
+  let quota = null;
+  let retryAfterMs = null;
+  try {
+    for (const serialized of metadata.get(STATUS_DETAILS)) {
+      if (!Buffer.isBuffer(serialized)) continue;
+      const rpcStatus = RPC_STATUS.toObject(RPC_STATUS.decode(serialized), AS_OBJECT);
+      for (const any of rpcStatus.details) {
+        if (any.type_url === RETRY_INFO) {
+          const info = RPC_RETRY_INFO.toObject(RPC_RETRY_INFO.decode(any.value), AS_OBJECT);
+          const delay = info.retry_delay;
+          if (delay) retryAfterMs = Math.ceil(delay.seconds * 1000 + delay.nanos / 1e6);
+        } else if (any.type_url === QUOTA_FAILURE) {
+          const failure = RPC_QUOTA_FAILURE.toObject(RPC_QUOTA_FAILURE.decode(any.value), AS_OBJECT);
+          const named = failure.violations.find((v) => v.subject);
+          if (named) quota = named.subject;
+        }
+      }
+    }
+  } catch {
+    return null;
+  }
+  return quota !== null && retryAfterMs !== null ? { quota, retryAfterMs } : null;
+}
+
+/**
  * A gRPC error from claimd: `code` is the numeric status (compare with `status.*`),
  * `codeName` its name ('ABORTED'), `details` claimd's message, `rpc` the method. For
  * INVALID_ARGUMENT, `violations` holds the `{field, description}` pairs of claimd's
@@ -207,6 +292,34 @@ class ClaimdError extends Error {
     this.violations = fieldViolations(source);
     this.field = this.violations.length > 0 ? this.violations[0].field : null;
   }
+}
+
+/**
+ * A call claimd refused because the tenant is over one of its quotas (docs/DESIGN.md
+ * §5.15): RESOURCE_EXHAUSTED with RetryInfo and QuotaFailure details. Nothing was written
+ * and no attempt was spent. `quota` is the quota's key ('claims_per_second',
+ * 'writes_per_second', 'max_waiting'), `retryAfterMs` the RetryInfo's delay, rounded up to
+ * whole milliseconds: when claimd expects to take the call. A ClaimdError, so code that
+ * tests `code === status.RESOURCE_EXHAUSTED` still sees it.
+ */
+class QuotaError extends ClaimdError {
+  /**
+   * @param {string} rpc the method, e.g. 'Claim'.
+   * @param {{code?: number, details?: string, message?: string, metadata?: grpc.Metadata}} source
+   * @param {{quota: string, retryAfterMs: number}} refusal what quotaRefusal found.
+   */
+  constructor(rpc, source, refusal) {
+    super(rpc, source);
+    this.name = 'QuotaError';
+    this.quota = refusal.quota;
+    this.retryAfterMs = refusal.retryAfterMs;
+  }
+}
+
+/** The error a failed call of `rpc` rejects with: a QuotaError or a ClaimdError. */
+function callError(rpc, source) {
+  const refusal = quotaRefusal(source);
+  return refusal ? new QuotaError(rpc, source, refusal) : new ClaimdError(rpc, source);
 }
 
 /**
@@ -420,7 +533,8 @@ class Claims {
   }
 
   /**
-   * One unary call with the API key and a deadline; rejects with a ClaimdError.
+   * One unary call with the API key and a deadline; rejects with a ClaimdError (a
+   * QuotaError when a tenant quota refused it).
    * @param {string} rpc the method, e.g. 'Claim'.
    * @param {object} request the request message, with the proto's field names.
    * @param {number} [deadlineMs] default: the client's deadline.
@@ -432,7 +546,7 @@ class Claims {
     const deadline = Date.now() + (deadlineMs ?? this.deadlineMs);
     return new Promise((resolve, reject) => {
       this.client[rpc](request, metadata, { deadline }, (error, response) => {
-        if (error) reject(new ClaimdError(rpc, error));
+        if (error) reject(callError(rpc, error));
         else resolve(response);
       });
     });
@@ -711,6 +825,7 @@ const DEFAULT_PROTO_DIR = PROTO_DIR;
 module.exports = {
   Claims,
   ClaimdError,
+  QuotaError,
   PermanentError,
   Decision,
   State,

@@ -26,7 +26,9 @@
 // back (Retry), then the panic goes on, its value unchanged. The handler's request context
 // is not canceled when the client goes away (the handler's answer is stored for the
 // client's retry); it is canceled when claimd reports the lease lost (somebody else took
-// the request over) and when the handler returns.
+// the request over) and when the handler returns. A Claim claimd refuses because the
+// tenant is over a quota (a [claimd.QuotaError]) is 503 with Retry-After (the quota's delay
+// in whole seconds, rounded up, at least 1), and the handler does not run.
 //
 // Nothing here logs; no problem body carries a key, a token or a body.
 package claimdhttp
@@ -36,6 +38,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -187,8 +190,16 @@ func (m *middleware) decide(w http.ResponseWriter, r *http.Request, next http.Ha
 	}
 }
 
-// storeError answers a failed Claim: 503 when claimd is busy or away, else 500.
+// storeError answers a failed Claim: 503 with the quota's Retry-After when a tenant quota
+// refused it, 503 when claimd is busy or away, else 500. The handler does not run.
 func (m *middleware) storeError(w http.ResponseWriter, err error) {
+	var quota *claimd.QuotaError
+	if errors.As(err, &quota) {
+		m.problem(w, 503, "idempotency-quota-exceeded", "Idempotency store quota exceeded",
+			"This service is over its quota of the idempotency store; retry after Retry-After seconds.",
+			"Retry-After", retryAfterSeconds(quota.RetryAfter))
+		return
+	}
 	code := codes.Unknown
 	var e *claimd.Error
 	if errors.As(err, &e) {
@@ -203,6 +214,12 @@ func (m *middleware) storeError(w http.ResponseWriter, err error) {
 		m.problem(w, 500, "idempotency-store-error", "Idempotency store error",
 			"The idempotency store refused the request ("+name+").")
 	}
+}
+
+// retryAfterSeconds is a quota's delay as Retry-After: whole seconds, rounded up, at least 1.
+func retryAfterSeconds(d time.Duration) string {
+	seconds := max(1, int64((d+time.Second-1)/time.Second))
+	return strconv.FormatInt(seconds, 10)
 }
 
 // retryOptions are the options of a give-back.

@@ -4,7 +4,9 @@
 // an empty directory, copies this file next to it (so `require('@claimd/client')` loads the
 // INSTALLED package, not this checkout) and runs it against claimd on its embedded store and
 // on PostgreSQL. Every test uses keys (and, where it lists, a namespace) of its own, so the
-// file can run against a shared server.
+// file can run against a shared server. The quota tests need CLAIMD_QUOTA_ADDR too: a claimd
+// whose anonymous tenant gets one Claim, then one per thousand seconds
+// (`[tenants.default]` with `claims_per_second = 0.001` and `burst = 1` in its policy file).
 
 const { test, after } = require('node:test');
 const assert = require('node:assert/strict');
@@ -15,6 +17,7 @@ const util = require('node:util');
 const {
   Claims,
   ClaimdError,
+  QuotaError,
   PermanentError,
   Decision,
   State,
@@ -522,5 +525,55 @@ test('an unreachable claimd is UNAVAILABLE', async () => {
     await rejectsWith(nowhere.run(NS, uniqueKey('down'), 'fp', never), status.UNAVAILABLE);
   } finally {
     nowhere.close();
+  }
+});
+
+/** The claimd of CLAIMD_QUOTA_ADDR (the test fails, never skips, without it). */
+function quotaClaims() {
+  const addr = process.env.CLAIMD_QUOTA_ADDR;
+  assert.ok(addr, 'set CLAIMD_QUOTA_ADDR to a claimd whose anonymous tenant is over its Claims ' +
+    'quota after one Claim ([tenants.default] claims_per_second = 0.001, burst = 1)');
+  return new Claims(addr, { deadlineMs: 10_000 });
+}
+
+test('a Claim over the tenant quota rejects with a QuotaError naming the quota with a positive retry delay; ' +
+  'the work never runs', async () => {
+  const limited = quotaClaims();
+  try {
+    // The bucket holds one Claim: the second at the latest is refused.
+    let refused = null;
+    for (let n = 0; n < 3 && refused === null; n += 1) {
+      try {
+        await limited.claim(NS, uniqueKey('quota'), 'fp');
+      } catch (error) {
+        refused = error;
+      }
+    }
+    assert.ok(refused instanceof QuotaError, `a QuotaError, got ${refused}`);
+    assert.ok(refused instanceof ClaimdError, 'a QuotaError is a ClaimdError');
+    assert.equal(refused.name, 'QuotaError');
+    assert.equal(refused.code, status.RESOURCE_EXHAUSTED);
+    assert.equal(refused.rpc, 'Claim');
+    assert.equal(refused.quota, 'claims_per_second');
+    assert.ok(Number.isInteger(refused.retryAfterMs) && refused.retryAfterMs > 0, `${refused.retryAfterMs}`);
+
+    await assert.rejects(limited.run(NS, uniqueKey('quota'), 'fp', never), (error) => {
+      assert.ok(error instanceof QuotaError, `a QuotaError, got ${error}`);
+      assert.equal(error.quota, 'claims_per_second');
+      return true;
+    });
+  } finally {
+    limited.close();
+  }
+});
+
+test('a RESOURCE_EXHAUSTED without quota details (a message over the channel limit) stays a plain ClaimdError', async () => {
+  const small = new Claims(ADDR, { channelOptions: { 'grpc.max_send_message_length': 8 } });
+  try {
+    const error = await rejectsWith(small.claim(NS, uniqueKey('too-large'), 'fp'), status.RESOURCE_EXHAUSTED);
+    assert.ok(!(error instanceof QuotaError), `not a QuotaError: ${error}`);
+    assert.equal(error.name, 'ClaimdError');
+  } finally {
+    small.close();
   }
 });

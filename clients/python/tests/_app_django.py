@@ -37,8 +37,8 @@ _lock = threading.Lock()
 
 def claimd_setting(target: str | None = None, **options: Any) -> dict[str, Any]:
     """CLAIMD_IDEMPOTENCY for the claimd under test (or `target`) with `options`."""
-    kwargs = _settings.client_kwargs()
-    return {"target": target or kwargs["target"], "api_key": kwargs["api_key"],
+    kwargs = _settings.client_kwargs(target)
+    return {"target": kwargs["target"], "api_key": kwargs["api_key"],
             "tls": kwargs["tls"], "namespace": NAMESPACE, **options}
 
 

@@ -19,9 +19,7 @@ from claimd.fastapi import IdempotentRoute, idempotency
 
 
 def _claims(target: str | None) -> Any:
-    kwargs = _settings.client_kwargs()
-    if target is not None:
-        kwargs["target"] = target
+    kwargs = _settings.client_kwargs(target)
     return lambda: AsyncClaims(**kwargs)
 
 

@@ -20,9 +20,7 @@ def wsgi_app(target: str | None = None, *, block: bool = False, **options: Any) 
     app = Flask(__name__)
     # An exception reaches the middleware (which retries) instead of becoming Flask's 500.
     app.config["PROPAGATE_EXCEPTIONS"] = True
-    kwargs = _settings.client_kwargs()
-    if target is not None:
-        kwargs["target"] = target
+    kwargs = _settings.client_kwargs(target)
 
     def order() -> flask.Response:
         body = request.get_json()

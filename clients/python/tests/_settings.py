@@ -2,6 +2,9 @@
 tests/it/polyglot/clients_python.rs).
 
   CLAIMD_TARGET       host:port of a running claimd (required)
+  CLAIMD_QUOTA_TARGET host:port of a claimd, anonymous and plaintext, whose anonymous tenant
+                      gets one Claim, then one per thousand seconds ([tenants.default]
+                      claims_per_second = 0.001, burst = 1): the quota tests (required)
   CLAIMD_API_KEY      its API key, when it has keys
   CLAIMD_CA_FILE      the CA (PEM file) of its TLS certificate: TLS instead of plaintext
   CLAIMD_CLIENT_CERT  a client certificate and its key (PEM files), for a claimd that
@@ -44,9 +47,24 @@ def tls() -> claimd.TLS | None:
     return claimd.TLS(ca=ca, cert=cert or None, key=key or None)
 
 
-def client_kwargs() -> dict[str, Any]:
-    """What `Claims(...)` and `AsyncClaims(...)` take to reach the claimd under test."""
-    return {"target": target(), "api_key": api_key(), "tls": tls()}
+def quota_target() -> str:
+    """CLAIMD_QUOTA_TARGET; fails with what to set when it is missing."""
+    value = os.environ.get("CLAIMD_QUOTA_TARGET")
+    if not value:
+        raise RuntimeError("set CLAIMD_QUOTA_TARGET to the host:port of a claimd whose "
+                           "anonymous tenant is over its Claims quota after one Claim")
+    return value
+
+
+def client_kwargs(other: str | None = None) -> dict[str, Any]:
+    """What `Claims(...)` and `AsyncClaims(...)` take to reach the claimd under test, or the
+    claimd at `other` with its credentials (the quota claimd's: none, plaintext)."""
+    if other is not None and other == os.environ.get("CLAIMD_QUOTA_TARGET"):
+        return {"target": other, "api_key": None, "tls": None}
+    kwargs = {"target": target(), "api_key": api_key(), "tls": tls()}
+    if other is not None:
+        kwargs["target"] = other
+    return kwargs
 
 
 def new_key(name: str) -> str:

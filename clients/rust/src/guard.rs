@@ -4,6 +4,7 @@
 //! [`Guard::complete`], [`Guard::retry`], [`Guard::quarantine`] — or, if it is dropped
 //! unsettled (a panic, an early return), a Retry so another delivery can take over at once.
 
+use crate::Error;
 use crate::pb::claim_service_client::ClaimServiceClient;
 use crate::pb::{
     ClaimRequest, ClaimResponse, CompleteRequest, Decision, HeartbeatRequest, QuarantineRequest,
@@ -53,14 +54,15 @@ impl Claims {
     }
 
     /// Claims `key` in `namespace` with a lease of `lease`; on a win the guard heartbeats
-    /// until it is settled.
+    /// until it is settled. A refusal by a tenant quota is [`Error::Quota`], with the delay
+    /// claimd asked for.
     pub async fn claim(
         &self,
         namespace: &str,
         key: &str,
         fingerprint: &[u8],
         lease: Duration,
-    ) -> Result<Claimed, Status> {
+    ) -> Result<Claimed, Error> {
         let message = ClaimRequest {
             namespace: namespace.into(),
             key: key.into(),
@@ -167,7 +169,7 @@ impl Guard {
     }
 
     /// The work is done; `response` is replayed to duplicates.
-    pub async fn complete(mut self, response: Vec<u8>) -> Result<Receipt, Status> {
+    pub async fn complete(mut self, response: Vec<u8>) -> Result<Receipt, Error> {
         self.stop_heartbeats();
         let message = CompleteRequest {
             namespace: self.namespace.clone(),
@@ -178,6 +180,7 @@ impl Guard {
         let request = self.claims.request(message)?;
         let out = self.claims.inner.clone().complete(request).await;
         out.map(|r| r.into_inner().receipt.unwrap_or_default())
+            .map_err(Error::from)
     }
 
     /// The attempt failed; retry after `retry_after` (or the namespace's backoff).
@@ -185,16 +188,17 @@ impl Guard {
         mut self,
         error: &str,
         retry_after: Option<Duration>,
-    ) -> Result<Receipt, Status> {
+    ) -> Result<Receipt, Error> {
         self.stop_heartbeats();
         let message = retry_request(&self, error, retry_after);
         let request = self.claims.request(message)?;
         let out = self.claims.inner.clone().retry(request).await;
         out.map(|r| r.into_inner().receipt.unwrap_or_default())
+            .map_err(Error::from)
     }
 
     /// The event is poison: move it to the dead letters.
-    pub async fn quarantine(mut self, error: &str) -> Result<Receipt, Status> {
+    pub async fn quarantine(mut self, error: &str) -> Result<Receipt, Error> {
         self.stop_heartbeats();
         let message = QuarantineRequest {
             namespace: self.namespace.clone(),
@@ -205,6 +209,7 @@ impl Guard {
         let request = self.claims.request(message)?;
         let out = self.claims.inner.clone().quarantine(request).await;
         out.map(|r| r.into_inner().receipt.unwrap_or_default())
+            .map_err(Error::from)
     }
 }
 

@@ -7,6 +7,8 @@
 //!   [`Claimed::Won`] with a [`Guard`] when this caller holds the lease.
 //! - [`Guard`] — heartbeats at a third of the lease, says when the lease was lost, settles
 //!   the receipt once (complete, retry, quarantine; a Retry if dropped unsettled).
+//! - [`Error`] — what a call fails with: [`Error::Quota`] when claimd refused it by a tenant
+//!   quota (the quota's name and the retry delay), [`Error::Status`] otherwise.
 //! - [`pb`] — the messages and the gRPC client generated from the contract,
 //!   `proto/claimd/v1/claims.proto`, for every other call.
 //!
@@ -14,8 +16,10 @@
 
 #![warn(missing_docs)]
 
+mod error;
 mod guard;
 
+pub use error::Error;
 pub use guard::{Claimed, Claims, Guard};
 
 /// Generated protobuf messages and the gRPC client of `claimd.v1`.

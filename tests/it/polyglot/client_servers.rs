@@ -7,6 +7,7 @@
 //! | `CLAIMD_POSTGRES_ADDR` | on a fresh database of the harness's PostgreSQL, anonymous |
 //! | `CLAIMD_KEYED_ADDR`, `CLAIMD_API_KEY` | embedded, with an API key of tenant `acme` (every call needs one) |
 //! | `CLAIMD_TLS_ADDR`, `CLAIMD_TLS_API_KEY`, `CLAIMD_CA_FILE`, `CLAIMD_CLIENT_CERT`, `CLAIMD_CLIENT_KEY` | embedded, mutual TLS (the test PKI of `common::certs`) and an API key |
+//! | `CLAIMD_QUOTA_ADDR` | embedded, anonymous, over its Claims quota after one Claim ([`Live::embedded_with_quota`]) |
 //!
 //! Each suite runs every behaviour on both anonymous stores, so one invocation of `go test`
 //! or `mvn verify` covers both; a suite fails (never skips) when a variable is missing.
@@ -15,9 +16,10 @@ use super::tools::Live;
 use crate::common::certs::Pki;
 use std::ffi::OsString;
 
-/// Four running claimds and the PKI of the TLS one (all stopped when dropped).
+/// Five running claimds and the PKI of the TLS one (all stopped when dropped).
 pub(super) struct ClientServers {
     embedded: Live,
+    quota: Live,
     postgres: Live,
     keyed: (Live, String),
     tls: (Live, String),
@@ -25,10 +27,11 @@ pub(super) struct ClientServers {
 }
 
 impl ClientServers {
-    /// Starts the four claimds.
+    /// Starts the five claimds.
     pub(super) async fn start() -> ClientServers {
         let pki = Pki::new();
         let embedded = Live::embedded().await;
+        let quota = Live::embedded_with_quota().await;
         let postgres = Live::postgres().await;
         let keyed = Live::embedded_with_key(|_| {}).await;
         let tls = Live::embedded_with_key(|cmd| {
@@ -39,6 +42,7 @@ impl ClientServers {
         .await;
         ClientServers {
             embedded,
+            quota,
             postgres,
             keyed,
             tls,
@@ -52,6 +56,7 @@ impl ClientServers {
         vec![
             ("CLAIMD_EMBEDDED_ADDR", self.embedded.target().into()),
             ("CLAIMD_POSTGRES_ADDR", self.postgres.target().into()),
+            ("CLAIMD_QUOTA_ADDR", self.quota.target().into()),
             ("CLAIMD_KEYED_ADDR", self.keyed.0.target().into()),
             ("CLAIMD_API_KEY", self.keyed.1.clone().into()),
             (
@@ -69,6 +74,7 @@ impl ClientServers {
     pub(super) fn logs(&self) -> String {
         [
             ("embedded", &self.embedded),
+            ("quota", &self.quota),
             ("postgres", &self.postgres),
             ("keyed", &self.keyed.0),
             ("tls", &self.tls.0),

@@ -7,7 +7,9 @@
 //! cargo's target directory, so later runs install offline). The package's suite
 //! (`clients/node/test/*.test.js`) is copied next to that installation, so its
 //! `require('@claimd/client')` loads the installed package by name, never the checkout; it
-//! runs against claimd on its embedded store and on PostgreSQL (`CLAIMD_ADDR`). The express
+//! runs against claimd on its embedded store and on PostgreSQL (`CLAIMD_ADDR`), its quota
+//! tests against a claimd whose anonymous tenant is over its Claims quota after one Claim
+//! (`CLAIMD_QUOTA_ADDR`). The express
 //! suite (`test/express*.js`: its test files and the module they share) is
 //! [`super::express`]'s, on the same installation plus express. The typed usage files (`clients/node/test/types/*.ts` with their strict
 //! `tsconfig.json`, one of them the `@claimd/client/express` entry point with express's
@@ -173,8 +175,9 @@ pub(super) fn install_packed(with: &[&str]) -> Installed {
     Installed { app, _dir: dir }
 }
 
-/// The package's own suite, copied next to the installed package, against `live`.
-fn package_suite(live: &tools::Live) {
+/// The package's own suite, copied next to the installed package, against `live` (and
+/// [`tools::Live::embedded_with_quota`] for its quota tests, `CLAIMD_QUOTA_ADDR`).
+fn package_suite(live: &tools::Live, quota: &tools::Live) {
     let installed = install_packed(&[]);
     let source = package().join("test");
     let target = installed.app.join("test");
@@ -201,7 +204,8 @@ fn package_suite(live: &tools::Live) {
             .args(&suites)
             .current_dir(&installed.app)
             .env_remove("NODE_PATH")
-            .env("CLAIMD_ADDR", live.target()),
+            .env("CLAIMD_ADDR", live.target())
+            .env("CLAIMD_QUOTA_ADDR", quota.target()),
         "node --test of clients/node/test against the installed package",
     );
 }
@@ -209,13 +213,15 @@ fn package_suite(live: &tools::Live) {
 #[tokio::test]
 async fn node_package_installed_from_its_tarball_passes_its_suite_on_embedded_claimd() {
     let live = tools::Live::embedded().await;
-    package_suite(&live);
+    let quota = tools::Live::embedded_with_quota().await;
+    package_suite(&live, &quota);
 }
 
 #[tokio::test]
 async fn node_package_installed_from_its_tarball_passes_its_suite_on_postgres_claimd() {
     let live = tools::Live::postgres().await;
-    package_suite(&live);
+    let quota = tools::Live::embedded_with_quota().await;
+    package_suite(&live, &quota);
 }
 
 #[test]

@@ -317,20 +317,26 @@ enum Cases {
 }
 
 /// Installs the wheel into a fresh venv and runs `cases` of the suite against `live` with
-/// `env` (the target is added); returns pytest's output. claimd's log is shown if it fails.
+/// `env` (the target is added, and `CLAIMD_QUOTA_TARGET`: a claimd of its own whose anonymous
+/// tenant is over its Claims quota after one Claim); returns pytest's output. claimd's log is
+/// shown if it fails.
 async fn suite(live: &tools::Live, cases: Cases, env: Vec<(&'static str, OsString)>) -> String {
     let target = live.target();
+    let quota = tools::Live::embedded_with_quota().await;
+    let quota_target = quota.target();
     // On a blocking thread: installing and the suite take seconds.
     let run = tokio::task::spawn_blocking(move || {
         let venv = FreshVenv::new();
         let mut env = env;
         env.push(("CLAIMD_TARGET", target.into()));
+        env.push(("CLAIMD_QUOTA_TARGET", quota_target.into()));
         venv.pytest(cases, &env)
     });
     match run.await {
         Ok(output) => output,
         Err(failed) => {
             eprintln!("--- claimd log\n{}", live.claimd.log());
+            eprintln!("--- claimd log (quota)\n{}", quota.claimd.log());
             std::panic::resume_unwind(failed.into_panic())
         }
     }

@@ -7,7 +7,9 @@
 //! talks to them over HTTP, run
 //! against claimd on its embedded store, on PostgreSQL (`CLAIMD_ADDR`), and on two replicas
 //! of one fresh PostgreSQL database (`CLAIMD_ADDRS`: the suite's two apps each talk to their
-//! own replica, so a retry waits on one replica for a request running through the other).
+//! own replica, so a retry waits on one replica for a request running through the other);
+//! its quota tests against a claimd of their own whose anonymous tenant is over its Claims
+//! quota after one Claim (`CLAIMD_QUOTA_ADDR`).
 //! On the embedded store the example's wiring (`examples/node/idempotency.js`, on the
 //! package as `npm ci` installs it there) runs its own small suite too. The test report
 //! (spec reporter, one line per test) is shown when a test fails. A missing `node` or `npm`
@@ -22,9 +24,11 @@ use std::net::SocketAddr;
 use std::process::Command;
 
 /// Runs the middleware's test suite, from the installed tarball, with `var` (`CLAIMD_ADDR`
-/// or `CLAIMD_ADDRS`) = `value`.
-fn express_suite(var: &str, value: &str) {
+/// or `CLAIMD_ADDRS`) = `value`, and `CLAIMD_QUOTA_ADDR` = a claimd of its own whose
+/// anonymous tenant is over its Claims quota after one Claim (the 503 tests).
+async fn express_suite(var: &str, value: &str) {
     require_node();
+    let quota = tools::Live::embedded_with_quota().await;
     let installed = install_packed(&["express"]);
     let target = installed.app.join("test");
     // The install directory is ours to write in.
@@ -64,7 +68,8 @@ fn express_suite(var: &str, value: &str) {
             .env_remove("NODE_PATH")
             .env_remove("CLAIMD_ADDR")
             .env_remove("CLAIMD_ADDRS")
-            .env(var, value),
+            .env(var, value)
+            .env("CLAIMD_QUOTA_ADDR", quota.target()),
         "node --test of clients/node/test/express*.test.js against the installed package",
     );
 }
@@ -135,18 +140,18 @@ impl Replicas {
 #[tokio::test]
 async fn express_middleware_runs_each_keyed_request_once_and_replays_it_on_embedded_claimd() {
     let live = tools::Live::embedded().await;
-    express_suite("CLAIMD_ADDR", &live.target());
+    express_suite("CLAIMD_ADDR", &live.target()).await;
     example_suite(&live);
 }
 
 #[tokio::test]
 async fn express_middleware_runs_each_keyed_request_once_and_replays_it_on_postgres_claimd() {
     let live = tools::Live::postgres().await;
-    express_suite("CLAIMD_ADDR", &live.target());
+    express_suite("CLAIMD_ADDR", &live.target()).await;
 }
 
 #[tokio::test]
 async fn express_middleware_runs_each_keyed_request_once_across_two_postgres_replicas() {
     let replicas = Replicas::start().await;
-    express_suite("CLAIMD_ADDRS", &replicas.targets());
+    express_suite("CLAIMD_ADDRS", &replicas.targets()).await;
 }

@@ -161,6 +161,12 @@ const HTTP_SUITE_POLICY: &str = "[namespaces.\"py-http-tests\"]\nbackoff_base = 
     [namespaces.\"go-http-tests\"]\nbackoff_base = \"1m\"\n\
     [namespaces.\"java-http-tests\"]\nbackoff_base = \"1m\"\n";
 
+/// The quota of [`Live::embedded_with_quota`]: anonymous callers (tenant `default`) get one
+/// Claim, then one per thousand seconds, so every Claim after the first is refused
+/// RESOURCE_EXHAUSTED with RetryInfo and QuotaFailure (docs/DESIGN.md §5.15) however long a
+/// suite takes.
+const QUOTA_POLICY: &str = "[tenants.default]\nclaims_per_second = 0.001\nburst = 1\n";
+
 /// A claimd binary serving on a free loopback port, anonymous (no API keys).
 pub struct Live {
     /// The process (killed when dropped).
@@ -178,6 +184,18 @@ impl Live {
         let mut cmd = process::claimd();
         cmd.arg("serve").arg("--data-dir").arg(dir.path());
         Live::start(cmd, dir).await
+    }
+
+    /// claimd on its embedded store whose anonymous callers are over their Claims quota after
+    /// one Claim ([`QUOTA_POLICY`]): the packages' suites find it at `CLAIMD_QUOTA_ADDR`
+    /// (Python's at `CLAIMD_QUOTA_TARGET`) and test their quota error and their middleware's
+    /// 503 against it.
+    pub async fn embedded_with_quota() -> Live {
+        // A test cannot run claimd without a directory for its data.
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut cmd = process::claimd();
+        cmd.arg("serve").arg("--data-dir").arg(dir.path());
+        Live::start_with(cmd, dir, QUOTA_POLICY).await
     }
 
     /// claimd on its embedded store in a fresh directory where `claimd keys create
@@ -210,14 +228,20 @@ impl Live {
         Live::start(cmd, dir).await
     }
 
-    async fn start(mut cmd: Command, dir: tempfile::TempDir) -> Live {
+    async fn start(cmd: Command, dir: tempfile::TempDir) -> Live {
+        Live::start_with(cmd, dir, "").await
+    }
+
+    /// [`Live::start`] with `extra` added to the policy file.
+    async fn start_with(mut cmd: Command, dir: tempfile::TempDir, extra: &str) -> Live {
         let addr = process::free_addr();
         cmd.arg("--listen").arg(addr.to_string());
         // The Python HTTP suite's namespace retries after a minute, not the default 0.5–1 s:
         // its tests of a retry that comes before the failed attempt is due (503) send it at
         // once, and on a loaded machine "at once" took longer than a second.
         let policies = dir.path().join("policies.toml");
-        std::fs::write(&policies, HTTP_SUITE_POLICY).expect("the policy file");
+        let policy = format!("{HTTP_SUITE_POLICY}{extra}");
+        std::fs::write(&policies, policy).expect("the policy file");
         cmd.arg("--config").arg(&policies);
         let claimd = process::Claimd::start(cmd, addr).await;
         Live {

@@ -9,6 +9,7 @@ import {
   Decision,
   Outcome,
   PermanentError,
+  QuotaError,
   State,
   credentials,
   fingerprintOf,
@@ -89,6 +90,16 @@ export async function lowLevel(): Promise<void> {
       const field: string | null = error.field;
       const violations: FieldViolation[] = error.violations;
       void [field, violations, error.codeName, error.rpc];
+    }
+  }
+  try {
+    await claims.claim('ns', 'key', fingerprintOf('body'));
+  } catch (error) {
+    if (error instanceof QuotaError) {
+      const quota: string = error.quota;
+      const retryAfterMs: number = error.retryAfterMs;
+      const isClaimdError: ClaimdError = error;
+      void [quota, retryAfterMs, isClaimdError];
     }
   }
   const version: string = VERSION;

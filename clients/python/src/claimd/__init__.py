@@ -10,7 +10,8 @@
         else:
             print(result.decision.name)    # IN_FLIGHT, COMPLETED (result.response), ...
 
-`AsyncClaims` is the same on asyncio. Failed calls raise `ClaimdError`. `idempotent` is a
+`AsyncClaims` is the same on asyncio. Failed calls raise `ClaimdError` (`QuotaError`, with
+the quota and its retry delay, when a tenant quota of claimd refused the call). `idempotent` is a
 decorator that runs a function once per key; `claimd.asgi` and `claimd.wsgi` hold the
 Idempotency-Key middleware for HTTP APIs. The generated
 messages and stub are `claimd.v1.claims_pb2` and `claimd.v1.claims_pb2_grpc`; the
@@ -27,6 +28,7 @@ from claimd._errors import (
     NotClaimed,
     PermanentError,
     Quarantined,
+    QuotaError,
     RetryScheduled,
 )
 from claimd._fingerprint import canonical_json, fingerprint_of
@@ -53,6 +55,7 @@ __all__ = [
     "OrphanReason",
     "PermanentError",
     "Quarantined",
+    "QuotaError",
     "Receipt",
     "RetryScheduled",
     "Serializer",

@@ -1,5 +1,5 @@
-"""`ClaimdError`, the one exception the client raises for a failed call; and the
-exceptions of `claimd.idempotent`: `NotClaimed` (`InFlight`, `RetryScheduled`,
+"""`ClaimdError`, the one exception the client raises for a failed call (`QuotaError`,
+its subclass, when a tenant quota refused it); and the exceptions of `claimd.idempotent`: `NotClaimed` (`InFlight`, `RetryScheduled`,
 `Quarantined`, `Conflict`) when claimd did not let the function run, and
 `PermanentError`, which a function raises to quarantine its key.
 
@@ -7,7 +7,9 @@ It carries the gRPC status code, claimd's message and, for INVALID_ARGUMENT, the
 fields claimd named in its `google.rpc.BadRequest` detail. That detail travels in the
 `grpc-status-details-bin` trailer as a serialized `google.rpc.Status`; it is decoded with
 the package's own wire-compatible copies of those messages (`claimd._rpc.status_pb2`), so
-no package besides grpcio and protobuf is needed.
+no package besides grpcio and protobuf is needed. A tenant quota's refusal
+(RESOURCE_EXHAUSTED with a `google.rpc.RetryInfo` and a `google.rpc.QuotaFailure`,
+docs/DESIGN.md §5.15) is read from the same trailer with the copies of those two.
 
 claimd's messages never echo a claim token, an API key or a payload (docs/DESIGN.md §2.7),
 and this module adds none: a `ClaimdError` is safe to log.
@@ -28,6 +30,8 @@ from claimd.v1 import claims_pb2
 
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
 BAD_REQUEST_TYPE = "google.rpc.BadRequest"
+RETRY_INFO_TYPE = "google.rpc.RetryInfo"
+QUOTA_FAILURE_TYPE = "google.rpc.QuotaFailure"
 
 
 class FieldViolation(NamedTuple):
@@ -76,10 +80,69 @@ class ClaimdError(Exception):
 
     @classmethod
     def from_rpc_error(cls, error: grpc.RpcError) -> ClaimdError:
-        """The ClaimdError for a grpc.RpcError (sync) or grpc.aio.AioRpcError."""
+        """The ClaimdError for a grpc.RpcError (sync) or grpc.aio.AioRpcError: a
+        `QuotaError` when it is a tenant quota's refusal."""
         code = _call(error, "code") or grpc.StatusCode.UNKNOWN
         details = _call(error, "details") or ""
-        return cls(code, details, field_violations(_call(error, "trailing_metadata")))
+        metadata = _call(error, "trailing_metadata")
+        violations = field_violations(metadata)
+        refusal = quota_refusal(metadata) if code == grpc.StatusCode.RESOURCE_EXHAUSTED else None
+        if refusal is not None:
+            return QuotaError(refusal[0], refusal[1], details)
+        return cls(code, details, violations)
+
+
+class QuotaError(ClaimdError):
+    """claimd refused the call because the tenant is over one of its quotas
+    (docs/DESIGN.md §5.15): RESOURCE_EXHAUSTED with a `google.rpc.RetryInfo` and a
+    `google.rpc.QuotaFailure`. Nothing was written and no attempt was spent.
+
+    `quota` is the quota's key (`claims_per_second`, `writes_per_second`, `max_waiting`) and
+    `retry_after` the RetryInfo's delay in seconds: when claimd expects to take the call. A
+    RESOURCE_EXHAUSTED without both details stays a plain `ClaimdError`.
+    """
+
+    quota: str
+    retry_after: float
+
+    def __init__(self, quota: str, retry_after: float, details: str = "") -> None:
+        self.quota = quota
+        self.retry_after = retry_after
+        super().__init__(grpc.StatusCode.RESOURCE_EXHAUSTED, details)
+        self.args = (quota, retry_after, details)
+
+    def __repr__(self) -> str:
+        return f"QuotaError({self.quota!r}, retry_after={self.retry_after!r})"
+
+
+def quota_refusal(metadata: Iterable[Any] | None) -> tuple[str, float] | None:
+    """`(quota, retry_after seconds)` when the google.rpc.Status in trailing `metadata` holds
+    both a RetryInfo with a delay and a QuotaFailure naming a quota; None otherwise, or when
+    the trailer does not decode."""
+    if not metadata:
+        return None
+    quota: str | None = None
+    retry_after: float | None = None
+    for item in metadata:
+        key, value = item[0], item[1]
+        if key != STATUS_DETAILS_KEY or not isinstance(value, bytes):
+            continue
+        try:
+            status = status_pb2.Status.FromString(value)
+            for detail in status.details:
+                kind = detail.type_url.rsplit("/", 1)[-1]
+                if kind == RETRY_INFO_TYPE:
+                    info = status_pb2.RetryInfo.FromString(detail.value)
+                    if info.HasField("retry_delay"):
+                        retry_after = info.retry_delay.ToTimedelta().total_seconds()
+                elif kind == QUOTA_FAILURE_TYPE:
+                    failure = status_pb2.QuotaFailure.FromString(detail.value)
+                    quota = next((v.subject for v in failure.violations if v.subject), quota)
+        except DecodeError:
+            return None
+    if quota is None or retry_after is None:
+        return None
+    return quota, retry_after
 
 
 def _call(error: grpc.RpcError, name: str) -> Any:

@@ -27,7 +27,7 @@ from urllib.parse import quote
 import grpc
 
 from claimd._common import Answer, Decision, Seconds, to_seconds
-from claimd._errors import ClaimdError
+from claimd._errors import ClaimdError, QuotaError
 from claimd._fingerprint import canonical_json
 
 #: A response: status, headers (latin-1 text), body.
@@ -350,13 +350,25 @@ UNAVAILABLE_CODES = frozenset({
 
 
 def claim_failed(options: Options, error: ClaimdError) -> Response | None:
-    """503 with Retry-After: 1 when claimd is unreachable or slow; None (raise it) else."""
+    """503 with Retry-After when a tenant quota refused the Claim (its delay in whole
+    seconds, rounded up, at least 1) and with Retry-After: 1 when claimd is unreachable or
+    slow; None (raise it) else. The handler does not run either way."""
+    if isinstance(error, QuotaError):
+        return problem(options, 503, "idempotency-quota-exceeded",
+                       "Idempotency store quota exceeded",
+                       "This service is over its quota of the idempotency store; retry after "
+                       "Retry-After seconds.", [("retry-after", retry_after_seconds(error))])
     if error.code not in UNAVAILABLE_CODES:
         return None
     return problem(options, 503, "idempotency-store-unavailable",
                    "Idempotency store unavailable",
                    f"The idempotency store could not be asked ({error.code.name}); the request "
                    "was not handled. Retry it later.", [("retry-after", "1")])
+
+
+def retry_after_seconds(error: QuotaError) -> str:
+    """A quota's delay as `Retry-After`: whole seconds, rounded up, at least 1."""
+    return str(max(1, math.ceil(error.retry_after)))
 
 
 def settle_as_retry(options: Options, status: int) -> bool:

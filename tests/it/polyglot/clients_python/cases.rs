@@ -2,7 +2,8 @@
 //! (`clients_python.rs`): by name, and the HTTP cases once per kind of mounting.
 
 /// Cases every run must pass, whatever the claimd: every decision, the with block, wait,
-/// the field name of an error, their asyncio variants, the installed version.
+/// the field name of an error, their asyncio variants, the installed version, a tenant
+/// quota's `QuotaError` (on the quota claimd of `CLAIMD_QUOTA_TARGET`).
 pub const QUICK_CASES: &[&str] = &[
     "test_inside_a_span_a_call_carries_its_traceparent_and_never_baggage",
     "test_outside_a_span_nothing_is_added",
@@ -23,6 +24,10 @@ pub const QUICK_CASES: &[&str] = &[
     "test_async_errors_carry_the_code_and_the_field",
     "test_the_package_version_is_the_proto_version",
     "test_the_suite_runs_against_the_installed_wheel_not_the_checkout",
+    "test_a_claim_over_the_tenant_quota_raises_quota_error_with_the_quota_and_a_positive_delay",
+    "test_an_async_claim_over_the_tenant_quota_raises_quota_error_too",
+    "test_under_the_decorator_a_claim_over_the_quota_raises_quota_error_and_the_function_never_runs",
+    "test_a_resource_exhausted_without_quota_details_stays_a_plain_claimd_error",
 ];
 
 /// The decorator and the Idempotency-Key handling over real HTTP: every run passes them, on
@@ -78,6 +83,7 @@ pub const PER_KIND_CASES: &[&str] = &[
     "test_a_missing_key_is_400_and_a_malformed_one_too",
     "test_a_handler_that_raises_gives_the_key_back_and_its_error_is_only_the_type",
     "test_claimd_down_is_503_with_retry_after_and_the_handler_not_run",
+    "test_a_claim_refused_by_the_tenant_quota_is_503_with_retry_after_and_the_handler_not_run",
     "test_retry_server_errors_gives_a_5xx_back_instead_of_storing_it",
     "test_a_request_still_running_after_the_wait_is_409_with_retry_after",
     "test_two_users_with_one_key_and_body_each_run_their_handler",

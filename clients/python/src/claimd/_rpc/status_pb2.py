@@ -23,19 +23,26 @@ _sym_db = _symbol_database.Default()
 
 
 from google.protobuf import any_pb2 as google_dot_protobuf_dot_any__pb2
+from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x63laimd/_rpc/status.proto\x12\x11\x63laimd.client.rpc\x1a\x19google/protobuf/any.proto\"N\n\x06Status\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\x12%\n\x07\x64\x65tails\x18\x03 \x03(\x0b\x32\x14.google.protobuf.Any\"\x8a\x01\n\nBadRequest\x12\x46\n\x10\x66ield_violations\x18\x01 \x03(\x0b\x32,.claimd.client.rpc.BadRequest.FieldViolation\x1a\x34\n\x0e\x46ieldViolation\x12\r\n\x05\x66ield\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x63laimd/_rpc/status.proto\x12\x11\x63laimd.client.rpc\x1a\x19google/protobuf/any.proto\x1a\x1egoogle/protobuf/duration.proto\"N\n\x06Status\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\x12%\n\x07\x64\x65tails\x18\x03 \x03(\x0b\x32\x14.google.protobuf.Any\"\x8a\x01\n\nBadRequest\x12\x46\n\x10\x66ield_violations\x18\x01 \x03(\x0b\x32,.claimd.client.rpc.BadRequest.FieldViolation\x1a\x34\n\x0e\x46ieldViolation\x12\r\n\x05\x66ield\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\";\n\tRetryInfo\x12.\n\x0bretry_delay\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\"\x80\x01\n\x0cQuotaFailure\x12=\n\nviolations\x18\x01 \x03(\x0b\x32).claimd.client.rpc.QuotaFailure.Violation\x1a\x31\n\tViolation\x12\x0f\n\x07subject\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'claimd._rpc.status_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_STATUS']._serialized_start=74
-  _globals['_STATUS']._serialized_end=152
-  _globals['_BADREQUEST']._serialized_start=155
-  _globals['_BADREQUEST']._serialized_end=293
-  _globals['_BADREQUEST_FIELDVIOLATION']._serialized_start=241
-  _globals['_BADREQUEST_FIELDVIOLATION']._serialized_end=293
+  _globals['_STATUS']._serialized_start=106
+  _globals['_STATUS']._serialized_end=184
+  _globals['_BADREQUEST']._serialized_start=187
+  _globals['_BADREQUEST']._serialized_end=325
+  _globals['_BADREQUEST_FIELDVIOLATION']._serialized_start=273
+  _globals['_BADREQUEST_FIELDVIOLATION']._serialized_end=325
+  _globals['_RETRYINFO']._serialized_start=327
+  _globals['_RETRYINFO']._serialized_end=386
+  _globals['_QUOTAFAILURE']._serialized_start=389
+  _globals['_QUOTAFAILURE']._serialized_end=517
+  _globals['_QUOTAFAILURE_VIOLATION']._serialized_start=468
+  _globals['_QUOTAFAILURE_VIOLATION']._serialized_end=517
 # @@protoc_insertion_point(module_scope)

@@ -13,9 +13,10 @@ import java.util.Optional;
  * database cannot be reached; ABORTED, FAILED_PRECONDITION, NOT_FOUND on a settle: the claim is
  * no longer this caller's); {@link #field()} names the request field an INVALID_ARGUMENT is
  * about. The cause is the {@link StatusRuntimeException}. The message never holds a key, a
- * claim token or an API key.
+ * claim token or an API key. A call a tenant quota refused is a {@link QuotaException}, with
+ * the quota and its retry delay.
  */
-public final class ClaimdException extends RuntimeException {
+public sealed class ClaimdException extends RuntimeException permits QuotaException {
   private static final long serialVersionUID = 1L;
 
   private final Status.Code code;
@@ -27,6 +28,17 @@ public final class ClaimdException extends RuntimeException {
     this.code = cause.getStatus().getCode();
     this.rpc = rpc;
     this.field = fieldOf(cause);
+  }
+
+  /**
+   * The exception for a failed call of {@code rpc}: a {@link QuotaException} when it is a
+   * tenant quota's refusal, a ClaimdException otherwise.
+   */
+  static ClaimdException of(String rpc, StatusRuntimeException cause, String... secrets) {
+    QuotaException.Refusal refusal = QuotaException.refusalOf(cause);
+    return refusal == null
+        ? new ClaimdException(rpc, cause, secrets)
+        : new QuotaException(rpc, cause, refusal, secrets);
   }
 
   /** The gRPC status code claimd (or the channel) answered. */

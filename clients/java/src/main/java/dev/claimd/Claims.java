@@ -152,7 +152,7 @@ public final class Claims implements AutoCloseable {
     try {
       return ClientCalls.blockingUnaryCall(channel, method, options, request);
     } catch (StatusRuntimeException e) {
-      throw new ClaimdException(rpc, e, secrets);
+      throw ClaimdException.of(rpc, e, secrets);
     }
   }
 

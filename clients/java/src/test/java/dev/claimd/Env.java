@@ -30,6 +30,30 @@ public final class Env {
     }
   }
 
+  /**
+   * The claimd of {@code CLAIMD_QUOTA_ADDR}: anonymous, its tenant gets one Claim, then one per
+   * thousand seconds ({@code [tenants.default]} with {@code claims_per_second = 0.001} and
+   * {@code burst = 1}), so once a test has spent that Claim every Claim is refused by the quota.
+   */
+  public static String quotaAddress() {
+    return get("CLAIMD_QUOTA_ADDR");
+  }
+
+  /**
+   * Claims on {@code claims} until one is refused by the tenant quota (the second at the
+   * latest); that refusal.
+   */
+  public static QuotaException spendTheQuota(Claims claims) {
+    for (int n = 0; n < 3; n++) {
+      try {
+        claims.claim("java-quota-tests", key("spent"), sha256("spent"));
+      } catch (QuotaException e) {
+        return e;
+      }
+    }
+    return fail("the claimd of CLAIMD_QUOTA_ADDR refused no Claim by its quota");
+  }
+
   /** The value of an environment variable the suite needs; fails the test when unset. */
   public static String get(String name) {
     String value = System.getenv(name);

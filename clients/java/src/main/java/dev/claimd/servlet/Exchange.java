@@ -5,6 +5,7 @@ import dev.claimd.ClaimResult;
 import dev.claimd.Claims;
 import dev.claimd.ClaimdException;
 import dev.claimd.Lease;
+import dev.claimd.QuotaException;
 import dev.claimd.v1.Receipt;
 import io.grpc.Status;
 import jakarta.servlet.FilterChain;
@@ -202,6 +203,14 @@ final class Exchange {
   }
 
   private void storeError(ClaimdException e) throws IOException {
+    if (e instanceof QuotaException quota) {
+      // A tenant quota refused the Claim: nothing was taken, the sender may come back then.
+      f.problem(res, 503, "idempotency-quota-exceeded", "Idempotency store quota exceeded",
+          "This service is over its quota of the idempotency store; retry after Retry-After "
+              + "seconds.",
+          Map.of("Retry-After", retryAfterSeconds(quota.retryAfter())));
+      return;
+    }
     Status.Code code = e.code();
     if (code == Status.Code.UNAVAILABLE || code == Status.Code.DEADLINE_EXCEEDED
         || code == Status.Code.RESOURCE_EXHAUSTED) {
@@ -212,6 +221,12 @@ final class Exchange {
     }
     f.problem(res, 500, "idempotency-store-error", "Idempotency store error",
         "The idempotency store refused the request (" + code + ").", Map.of());
+  }
+
+  /** A quota's delay as Retry-After: whole seconds, rounded up, at least 1. */
+  static String retryAfterSeconds(Duration delay) {
+    long seconds = delay.getSeconds() + (delay.getNano() > 0 ? 1 : 0);
+    return Long.toString(Math.max(1, seconds));
   }
 
   /** The response's headers before the handler ran, to tell its own ones later. */

@@ -19,7 +19,8 @@ import org.springframework.web.context.support.StandardServletEnvironment;
 
 /**
  * The suite's Spring Boot apps ({@link OrdersApp} on Tomcat, port 0), started with properties
- * only and shared by the Spring Boot tests: one per store, one whose claimd is unreachable.
+ * only and shared by the Spring Boot tests: one per store, one whose claimd is unreachable,
+ * one on the quota claimd.
  * An app sees only the properties given here: the suite's own {@code CLAIMD_*} variables
  * (which Spring would bind, e.g. CLAIMD_API_KEY to claimd.api-key) are kept from it. The apps
  * close when the JVM exits (Spring's shutdown hook).
@@ -100,6 +101,16 @@ final class BootApps {
       p.put("claimd.target", "127.0.0.1:" + closedPort());
       p.put("claimd.call-timeout", "2s");
       p.put("claimd.idempotency.wait", "0s");
+      return start(p);
+    });
+  }
+
+  /** The app on the quota claimd ({@link Env#quotaAddress()}). */
+  static App quota() {
+    String target = Env.quotaAddress();
+    return STARTED.computeIfAbsent("quota", name -> {
+      Map<String, Object> p = base();
+      p.put("claimd.target", target);
       return start(p);
     });
   }

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.claimd.Claims;
 import dev.claimd.Env;
 import dev.claimd.servlet.IdempotencyFilter;
 import java.net.http.HttpResponse;
@@ -13,6 +14,7 @@ import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -118,6 +120,22 @@ class SpringBootRulesTest {
     assertEquals(503, down.statusCode());
     assertEquals("1", down.headers().firstValue("Retry-After").orElse(""));
     assertTrue(down.body().contains("idempotency-store-unavailable"), down.body());
+    assertEquals(0, app.runs(key));
+  }
+
+  @Test
+  void aClaimRefusedByTheTenantQuotaIs503WithRetryAfterAndTheHandlerDoesNotRun()
+      throws Exception {
+    BootApps.App app = BootApps.quota();
+    try (Claims claims = Claims.connect(Env.quotaAddress())) {
+      Env.spendTheQuota(claims);
+    }
+    String key = key();
+    HttpResponse<String> refused = app.post("/orders", key, "{}");
+    assertEquals(503, refused.statusCode(), refused.body());
+    String retryAfter = refused.headers().firstValue("Retry-After").orElse("");
+    assertTrue(retryAfter.matches("[1-9][0-9]*"), "Retry-After: " + retryAfter);
+    assertTrue(refused.body().contains("idempotency-quota-exceeded"), refused.body());
     assertEquals(0, app.runs(key));
   }
 }
