@@ -11,16 +11,18 @@
 
 use crate::common::process::free_addr;
 use crate::faults::{Db, SECOND, recorded, replica_command};
-use crate::history::{Call, Op, Outcome, workload};
+use crate::history::{Call, Op, Outcome, checker, workload};
+use claimd::pb::State;
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tonic::Code;
 
-/// The quotas of the workload's tenant: about a tenth of the Claims the workload asks for
-/// and half its writes, so both kinds of call are refused often and served often.
-const QUOTAS: &str = "[tenants.default]\nclaims_per_second = 40\nburst = 10\n\
-                      writes_per_second = 12\n";
+/// The quotas of the workload's tenant: low enough that a good share of its Claims and of
+/// its writes are refused, high enough that many are served.
+const QUOTAS: &str = "[tenants.default]\nclaims_per_second = 25\nburst = 3\n\
+                      writes_per_second = 15\n";
 
 /// The policy file with [`QUOTAS`], in `dir`.
 fn policy_file(dir: &Path) -> PathBuf {
@@ -31,12 +33,15 @@ fn policy_file(dir: &Path) -> PathBuf {
 
 /// Callers whose refused calls are read after and sent again, holders that work up to
 /// 0.3 s before they act (so a refused Heartbeat's lease would end visibly later than the
-/// grant's) and heartbeat more often than usual.
+/// grant's), heartbeat and quarantine more often than usual, and one in ten of which sends a
+/// Retry and a second Retry or a Quarantine at once.
 fn refused_load() -> workload::Workload {
     workload::Workload {
         quota_refusals: true,
         work: Some(Duration::from_millis(300)),
         beats: 30,
+        twin_settles: 10,
+        quarantines: 10,
         ..workload::Workload::default()
     }
 }
@@ -56,7 +61,7 @@ fn counts(history: &[Op]) -> BTreeMap<String, (usize, usize)> {
 }
 
 /// The history was valid, and every kind of call was both refused by the quota and served.
-fn refused_and_served(history: &[Op], verdict: &crate::history::checker::Verdict) {
+fn refused_and_served(history: &[Op], verdict: &checker::Verdict) {
     let counts = counts(history);
     // Shown with --nocapture: the rows of docs/RELIABILITY.md.
     println!("refused RESOURCE_EXHAUSTED / answered, per call: {counts:?}");
@@ -70,6 +75,30 @@ fn refused_and_served(history: &[Op], verdict: &crate::history::checker::Verdict
     }
 }
 
+/// The rule can fail on this very history: with every Complete that sent one stored
+/// response relabelled refused RESOURCE_EXHAUSTED, the checker finds that response stored.
+async fn a_forged_refusal_is_caught(history: &[Op], addr: SocketAddr) {
+    let finals = workload::finals(history, addr, Duration::from_secs(30)).await;
+    let stored = finals
+        .values()
+        .find(|f| f.state == State::Completed && !f.response.is_empty())
+        .map(|f| f.response.clone())
+        .expect("a receipt completed with a response");
+    let mut forged = history.to_vec();
+    for op in forged.iter_mut() {
+        if op.call == Call::Complete && op.sent_response == stored {
+            op.outcome = Outcome::Refused(Code::ResourceExhausted);
+        }
+    }
+    let found = checker::check(&forged, &finals).violations;
+    assert!(
+        found
+            .iter()
+            .any(|v| v.starts_with("a refusal changes nothing")),
+        "a Complete relabelled refused went unnoticed: {found:?}"
+    );
+}
+
 /// Runs the refusing workload for `seconds` against one claimd on `db` with the quotas.
 async fn run_on(db: Db<'_>, seconds: u32) {
     let config = tempfile::tempdir().expect("a directory for the policy file");
@@ -79,6 +108,7 @@ async fn run_on(db: Db<'_>, seconds: u32) {
     let _server = crate::common::process::Claimd::start(cmd, addr).await;
     let (history, verdict) = recorded(refused_load(), &[addr], seconds * SECOND, async {}).await;
     refused_and_served(&history, &verdict);
+    a_forged_refusal_is_caught(&history, addr).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -109,4 +139,5 @@ async fn postgres_quota_refusals_over_a_slow_database_link_change_nothing() {
     })
     .await;
     refused_and_served(&history, &verdict);
+    a_forged_refusal_is_caught(&history, addr).await;
 }

@@ -83,6 +83,9 @@ pub struct Workload {
     /// call again after a pause, up to [`REFUSED_TRIES`] times in all, as a client honouring
     /// the RetryInfo does.
     pub quota_refusals: bool,
+    /// How often (in percent) a holder quarantines, besides the usual 4 % of holders that
+    /// do (a row that needs Quarantines refused and served asks for more).
+    pub quarantines: u32,
 }
 
 /// How many times a holder sends a call its quota refuses, at most (`quota_refusals`).
@@ -110,6 +113,7 @@ impl Default for Workload {
             clock_offset: 0,
             api_key: None,
             quota_refusals: false,
+            quarantines: 0,
         }
     }
 }
@@ -209,6 +213,10 @@ pub async fn run(workload: &Workload, replicas: &[SocketAddr], stop: Arc<AtomicB
                         caller.call(&key, again, t),
                     );
                     drop(both.await);
+                    continue;
+                }
+                if rand::rng().random_range(0..100) < w.quarantines {
+                    hold(&caller, &w, &key, Call::Quarantine, t).await;
                     continue;
                 }
                 let roll = rand::rng().random_range(0..86);
