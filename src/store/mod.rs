@@ -22,6 +22,7 @@ mod row;
 mod sealed;
 pub mod settles;
 pub mod sqlite;
+mod usage;
 mod write;
 
 pub use batch::BatchOptions;
@@ -102,6 +103,10 @@ pub enum StoreError {
     /// A stored row violates claimd's own rules.
     #[error("corrupt row: {0}")]
     Corrupt(String),
+    /// The write would have taken the tenant over a storage limit (`max_receipts`,
+    /// `max_stored_bytes`): nothing was written.
+    #[error(transparent)]
+    OverQuota(#[from] crate::domain::StorageRefusal),
     /// A sealed field did not verify (tampered, moved, or under a key not configured):
     /// DATA_LOSS, and never the plaintext.
     #[error("a sealed field failed authentication")]
@@ -358,6 +363,7 @@ impl StoreError {
             | StoreError::ReadOnly(_)
             | StoreError::Unsure(_) => "unavailable",
             StoreError::Contended => "contended",
+            StoreError::OverQuota(_) => "over_quota",
             StoreError::LateLease(_) => "late_lease",
             StoreError::DeadlinePassed => "deadline",
             StoreError::Sealed(_) => "sealed",

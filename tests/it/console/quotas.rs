@@ -22,6 +22,7 @@ fn acme_quota() -> Quota {
         burst: Some(5),
         writes_per_second: Rate::new(3.0),
         max_waiting: Some(7),
+        ..Quota::default()
     }
 }
 
