@@ -106,6 +106,11 @@ impl ClaimsApi {
     pub fn quota_usage(&self, tenant: &str) -> quota::Usage {
         self.quotas.usage(tenant, &self.policies.current().quotas)
     }
+
+    /// `tenant`'s storage limits in force.
+    pub fn storage_quota(&self, tenant: &str) -> crate::domain::Storage {
+        self.policies.current().quotas.for_tenant(tenant).storage
+    }
 }
 
 /// The caller's principal, put into the request by the authentication layer.

@@ -275,6 +275,10 @@ pub trait Gauges: Send + Sync {
     /// rows, for the console's overview.
     async fn namespace_counts(&self, tenant: &str) -> Result<Vec<NamespaceCounts>, StoreError>;
 
+    /// The tenant's receipts and their stored bytes as the store counts them for the
+    /// storage quotas (`tenant_usage`, docs/DESIGN.md §5.15): one figure for every replica.
+    async fn tenant_usage(&self, tenant: &str) -> Result<(i64, i64), StoreError>;
+
     /// The connection pool right now: the `claimd_db_pool_connections` gauge.
     fn pool_stats(&self) -> PoolStats;
 

@@ -85,9 +85,16 @@ use clock;
 macro_rules! size {
     ($r:literal) => {
         concat!(
-            "(COALESCE(octet_length(", $r, ".last_error), 0) + COALESCE(octet_length(", $r,
-            ".checkpoint), 0) + COALESCE(octet_length(", $r, ".response), 0) + ",
-            "COALESCE(octet_length(", $r, ".recovery_payload), 0))"
+            "(COALESCE(octet_length(",
+            $r,
+            ".last_error), 0) + COALESCE(octet_length(",
+            $r,
+            ".checkpoint), 0) + COALESCE(octet_length(",
+            $r,
+            ".response), 0) + ",
+            "COALESCE(octet_length(",
+            $r,
+            ".recovery_payload), 0))"
         )
     };
 }
@@ -114,8 +121,8 @@ used AS (
     };
 }
 
-use size;
 use counted;
+use size;
 
 /// The `receipts` columns claimd reads, as PostgreSQL returns them: counts are `integer`,
 /// times `timestamptz`.

@@ -5,7 +5,7 @@
 //! docs/DESIGN.md §4.4 and migration 0008.
 
 use super::rows::row;
-use super::{PgDriver, clock, interpret, micros, counted};
+use super::{PgDriver, clock, counted, interpret, micros};
 use crate::domain::{Receipt, State};
 use crate::store::driver::{Pages, Row};
 use crate::store::row::columns;
@@ -125,8 +125,10 @@ const QUARANTINE: &str = concat!(
       AND response IS NOT DISTINCT FROM $12 AND recovery_payload IS NOT DISTINCT FROM $13
     RETURNING tenant_id,
         octet_length(last_error) - COALESCE(octet_length($10::bytea), 0) AS bytes),",
-    counted!("
-        SELECT tenant_id, 0, bytes FROM q"),
+    counted!(
+        "
+        SELECT tenant_id, 0, bytes FROM q"
+    ),
     "
 SELECT count(*) FROM q"
 );
@@ -236,6 +238,17 @@ const BY_NAMESPACE: &str = concat!(
 
 #[async_trait]
 impl Gauges for PgDriver {
+    async fn tenant_usage(&self, tenant: &str) -> Result<(i64, i64), StoreError> {
+        let figures = sqlx::query_as(
+            "SELECT COALESCE(sum(receipts), 0)::int8, COALESCE(sum(stored_bytes), 0)::int8
+             FROM tenant_usage WHERE tenant_id = $1",
+        )
+        .bind(tenant)
+        .fetch_one(&self.pool);
+        self.bounded(async { figures.await.map_err(interpret) })
+            .await
+    }
+
     async fn namespace_counts(&self, tenant: &str) -> Result<Vec<NamespaceCounts>, StoreError> {
         let rows = sqlx::query_as(BY_NAMESPACE)
             .bind(tenant)

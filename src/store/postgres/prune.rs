@@ -9,7 +9,7 @@
 //! The lock only saves work: two janitors pruning at once stay correct, since each
 //! statement skips rows the other has locked.
 
-use super::{PgDriver, clock, interpret, micros, size, counted};
+use super::{PgDriver, clock, counted, interpret, micros, size};
 use crate::store::prune::HeldLock;
 use crate::store::{JanitorLock, PruneScope, PruneStep, Retention, StoreError};
 use async_trait::async_trait;
@@ -69,8 +69,10 @@ gone AS (
     RETURNING tenant_id, ",
     size!("receipts"),
     " AS bytes),",
-    counted!("
-        SELECT tenant_id, -1, -bytes FROM gone"),
+    counted!(
+        "
+        SELECT tenant_id, -1, -bytes FROM gone"
+    ),
     "
 SELECT count(*) FROM gone"
 );
@@ -92,8 +94,10 @@ stripped AS (
     FROM picked p
     WHERE r.tenant_id = p.tenant_id AND r.namespace = p.namespace AND r.key = p.key
     RETURNING p.tenant_id, p.bytes),",
-    counted!("
-        SELECT tenant_id, 0, -bytes FROM stripped"),
+    counted!(
+        "
+        SELECT tenant_id, 0, -bytes FROM stripped"
+    ),
     "
 SELECT count(*) FROM stripped"
 );

@@ -2,7 +2,7 @@
 //! `batch.rs`), and the reseal batch (rows locked in primary-key order, so a concurrent
 //! holder action waits instead of being overwritten).
 
-use super::{PgDriver, ReceiptRow, interpret, size, counted};
+use super::{PgDriver, ReceiptRow, counted, interpret, size};
 use crate::domain::{ReceiptKey, Timestamp};
 use crate::seal::Sealer;
 use crate::store::batch::Batcher;
@@ -39,8 +39,10 @@ w AS (
     RETURNING tenant_id, ",
     size!("receipts"),
     " AS bytes),",
-    counted!("
-        SELECT w.tenant_id, 0, w.bytes - old.bytes FROM w, old"),
+    counted!(
+        "
+        SELECT w.tenant_id, 0, w.bytes - old.bytes FROM w, old"
+    ),
     "
 SELECT count(*) FROM w"
 );

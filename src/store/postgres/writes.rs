@@ -21,7 +21,7 @@
 //! again.
 
 use super::arrays::Col::{self, *};
-use super::{clock, size, counted};
+use super::{clock, counted, size};
 use crate::store::row::columns;
 use crate::store::write::RowWrite;
 use std::sync::LazyLock;
@@ -314,7 +314,11 @@ done AS (",
             updated!(),
             "
 ),",
-            counted!(concat!(ins_counted!(), "\n        UNION ALL", upd_counted!())),
+            counted!(concat!(
+                ins_counted!(),
+                "\n        UNION ALL",
+                upd_counted!()
+            )),
             answers!()
         ),
     cols: WRITE_COLS,
