@@ -84,6 +84,7 @@ impl From<StoreError> for Status {
                 )
             }
             StoreError::DeadlinePassed => Status::from(DeadlinePassed),
+            StoreError::OverQuota(refusal) => Status::from(QuotaRefusal::from(refusal)),
             StoreError::Contended => {
                 telemetry::store_error(&e);
                 Status::unavailable(
