@@ -24,10 +24,21 @@ use tonic::Code;
 const QUOTAS: &str = "[tenants.default]\nclaims_per_second = 25\nburst = 3\n\
                       writes_per_second = 15\n";
 
+/// The storage quotas of the workload's tenant: a few dozen receipts (the hot set moves
+/// to new keys every 2 s, so Claims of new keys are refused once they are there, while
+/// duplicates are answered) and a little over a kilobyte of stored values (so Completes,
+/// whose responses are stored, are refused once the first ones filled it).
+const STORAGE: &str = "[tenants.default]\nmax_receipts = 48\nmax_stored_bytes = 1800\n";
+
 /// The policy file with [`QUOTAS`], in `dir`.
 fn policy_file(dir: &Path) -> PathBuf {
+    policy_file_of(dir, QUOTAS)
+}
+
+/// The policy file `quotas`, in `dir`.
+fn policy_file_of(dir: &Path, quotas: &str) -> PathBuf {
     let path = dir.join("claimd.toml");
-    std::fs::write(&path, QUOTAS).expect("write the policy file");
+    std::fs::write(&path, quotas).expect("write the policy file");
     path
 }
 
@@ -97,6 +108,48 @@ async fn a_forged_refusal_is_caught(history: &[Op], addr: SocketAddr) {
             .any(|v| v.starts_with("a refusal changes nothing")),
         "a Complete relabelled refused went unnoticed: {found:?}"
     );
+}
+
+/// The history was valid, and Claims and Completes were both refused by the storage quotas
+/// and served.
+fn storage_refused_and_served(history: &[Op], verdict: &checker::Verdict) {
+    let counts = counts(history);
+    println!("refused RESOURCE_EXHAUSTED / answered, per call: {counts:?}");
+    verdict.assert_valid();
+    for call in ["Claim", "Complete"] {
+        let (refused, answered) = counts.get(call).copied().unwrap_or_default();
+        assert!(
+            refused > 0 && answered > 0,
+            "{call}: {refused} refused by a storage quota, {answered} answered: {counts:?}"
+        );
+    }
+}
+
+/// The refusing workload for `seconds` against one claimd on `db` whose storage quotas
+/// ([`STORAGE`]) fill up while it runs: the checked writes' path (the tenant's turn, its
+/// figures read, the writes that fit) under the checker.
+async fn run_storage_on(db: Db<'_>, seconds: u32) {
+    let config = tempfile::tempdir().expect("a directory for the policy file");
+    let addr = free_addr();
+    let mut cmd = replica_command(db, addr);
+    cmd.arg("--config")
+        .arg(policy_file_of(config.path(), STORAGE));
+    let _server = crate::common::process::Claimd::start(cmd, addr).await;
+    let (history, verdict) = recorded(refused_load(), &[addr], seconds * SECOND, async {}).await;
+    storage_refused_and_served(&history, &verdict);
+    a_forged_refusal_is_caught(&history, addr).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_storage_quota_refusals_in_a_history_change_nothing() {
+    let dir = tempfile::tempdir().expect("a data directory");
+    run_storage_on(Db::Sqlite(dir.path()), 6).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_storage_quota_refusals_in_a_history_change_nothing() {
+    let url = crate::common::pg::fresh_database().await;
+    run_storage_on(Db::Postgres(&url), 6).await;
 }
 
 /// Runs the refusing workload for `seconds` against one claimd on `db` with the quotas.
