@@ -43,7 +43,7 @@ SELECT namespace FROM ns WHERE namespace IS NOT NULL";
 /// Receipts past retention from both terminal indexes: COMPLETED ones with a response
 /// (`receipts_response_idx`, by completed_at, which is their terminal_at), then as many of
 /// the rest (`receipts_expiry_idx`) as the batch has room for, each oldest first.
-const DELETE: &str = concat!(
+pub(super) const DELETE: &str = concat!(
     "WITH kept AS (
     SELECT tenant_id, namespace, key FROM receipts
     WHERE namespace = $1 AND state = 'completed' AND response IS NOT NULL
@@ -66,7 +66,7 @@ DELETE FROM receipts WHERE (tenant_id, namespace, key) IN (
     SELECT * FROM kept UNION ALL SELECT * FROM rest)"
 );
 
-const STRIP: &str = concat!(
+pub(super) const STRIP: &str = concat!(
     "UPDATE receipts SET response = NULL, response_pruned_at = ",
     clock!("$4", "$5"),
     "
@@ -84,7 +84,13 @@ const STRIP: &str = concat!(
 #[async_trait]
 impl Retention for PgDriver {
     async fn terminal_namespaces(&self) -> Result<Vec<String>, StoreError> {
-        let names = sqlx::query_scalar(NAMESPACES).fetch_all(&self.pool);
+        // Citus runs no recursive query over a distributed table: a distinct scan instead.
+        let sql = if self.citus {
+            super::citus::NAMESPACES
+        } else {
+            NAMESPACES
+        };
+        let names = sqlx::query_scalar(sql).fetch_all(&self.pool);
         self.bounded(async { names.await.map_err(interpret) }).await
     }
 
@@ -94,6 +100,9 @@ impl Retention for PgDriver {
         step: PruneStep,
         batch: u32,
     ) -> Result<u64, StoreError> {
+        if self.citus {
+            return self.prune_citus(scope, step, batch).await;
+        }
         let (sql, age) = match step {
             PruneStep::Delete => (DELETE, scope.retention),
             PruneStep::StripResponse => (STRIP, scope.response_retention),

@@ -85,10 +85,16 @@ impl Driver for PgDriver {
         &self,
         keys: &[(&str, &ReceiptKey)],
     ) -> Result<Vec<(Timestamp, Option<Row>)>, StoreError> {
+        if self.citus {
+            return self.bounded(self.read_rows_citus(keys)).await;
+        }
         self.bounded(self.read_rows(keys)).await
     }
 
     async fn write_many(&self, writes: &[RowWrite]) -> Result<Vec<WriteOutcome>, StoreError> {
+        if self.citus {
+            return self.bounded(self.write_rows_citus(writes)).await;
+        }
         self.bounded(self.write_rows(writes)).await
     }
 
@@ -98,6 +104,9 @@ impl Driver for PgDriver {
         after: Option<&ResealCursor>,
         limit: u32,
     ) -> Result<Vec<ResealRow>, StoreError> {
+        if self.citus {
+            return self.reseal_rows_citus(tx, after, limit).await;
+        }
         let rows = sqlx::query(RESEAL_ROWS)
             .bind(after.map(|c| c.tenant.as_str()))
             .bind(after.map(|c| c.namespace.as_str()))

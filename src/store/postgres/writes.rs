@@ -159,10 +159,9 @@ locked AS MATERIALIZED (
 
 /// The updates, after every lock of the batch (`t`), each written only if its answer is
 /// not yet due.
-macro_rules! updates {
+macro_rules! upd {
     () => {
-        concat!(
-            "
+        "
 upd AS (
     UPDATE receipts r SET
         state = i.n_state, attempt = i.n_attempt, free_attempts = i.n_free, claim_token = i.n_token,
@@ -181,7 +180,17 @@ upd AS (
       AND (i.due_in IS NULL
            OR t.wall <= LEAST(c.started + i.due_in * interval '1 microsecond', i.due_db))
     RETURNING i.idx, t.now
-),
+),"
+    };
+}
+
+/// The updates, and the notification that wakes the Claims waiting on the receipts they
+/// settle.
+macro_rules! updates {
+    () => {
+        concat!(
+            upd!(),
+            "
 woken AS (
     SELECT pg_notify('claimd_settled', string_agg(w.n_wake, ',')) FROM (
         SELECT i.n_wake, (row_number() OVER ()) / 400 AS part
@@ -337,3 +346,6 @@ pub(super) fn statement(writes: &[&RowWrite]) -> &'static Statement {
         _ => &WRITE_MANY,
     }
 }
+
+mod citus;
+pub(super) use citus::{LOCK_AND_UPDATE, NOTIFY, READ_TENANT, insert};
