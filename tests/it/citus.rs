@@ -191,3 +191,65 @@ async fn a_worker_that_is_down_makes_its_tenants_calls_unavailable_while_the_oth
     );
     app.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_janitor_on_citus_strips_and_deletes_tenant_by_tenant_across_both_workers() {
+    use claimd::janitor::Pass;
+    let citus = CitusCluster::start().await;
+    let url = citus.create_database().await;
+    let app = TestApp::builder()
+        .database_url(&url)
+        .configure(|c| {
+            c.policies.default.retention = chrono::TimeDelta::days(2);
+            c.policies.default.response_retention = chrono::TimeDelta::days(1);
+            c.janitor.interval = Duration::ZERO;
+            // Smaller than a tenant's rows: one statement's budget spans tenants.
+            c.janitor.batch = 2;
+        })
+        .spawn()
+        .await;
+    for (tenant, _) in citus.tenants_on_both(&url, 3).await {
+        let (_, key) = app.create_key(&tenant, None).await;
+        for n in 0..3 {
+            let request = claimd::pb::ClaimRequest {
+                namespace: "old".into(),
+                key: format!("event-{n}"),
+                fingerprint: b"fp".to_vec(),
+                ..Default::default()
+            };
+            let mut client = app.client.clone();
+            let claimed = client.claim(contract::with_key(request, &key)).await;
+            let token = claimed.expect("Claim").into_inner().claim_token;
+            let done = claimd::pb::CompleteRequest {
+                namespace: "old".into(),
+                key: format!("event-{n}"),
+                claim_token: token,
+                response: b"done".to_vec(),
+            };
+            client
+                .complete(contract::with_key(done, &key))
+                .await
+                .expect("Complete");
+        }
+    }
+    let pass = || async {
+        match app.janitor.run_once().await.expect("a janitor pass") {
+            Pass::Ran(report) => report,
+            Pass::Skipped => panic!("the only janitor was refused its lock"),
+        }
+    };
+    app.advance(Duration::from_secs(36 * 3600));
+    let stripped = pass().await;
+    assert_eq!(
+        (stripped.stripped, stripped.deleted),
+        (9, 0),
+        "{stripped:?}"
+    );
+    assert_eq!(app.receipt_rows().await, 9);
+    app.advance(Duration::from_secs(24 * 3600));
+    let deleted = pass().await;
+    assert_eq!(deleted.deleted, 9, "{deleted:?}");
+    assert!(deleted.largest_statement <= 2, "{deleted:?}");
+    assert_eq!(app.receipt_rows().await, 0);
+    app.shutdown().await;
+}
