@@ -56,8 +56,21 @@ fn one_tenant(sql: &str, param: usize) -> String {
 
 /// [`DELETE`] of one tenant, `$5`.
 static DELETE_TENANT: LazyLock<String> = LazyLock::new(|| one_tenant(DELETE, 5));
-/// [`STRIP`] of one tenant, `$6`.
-static STRIP_TENANT: LazyLock<String> = LazyLock::new(|| one_tenant(STRIP, 6));
+/// [`STRIP`] of one tenant, `$6`. Citus refuses a function that is not IMMUTABLE in a
+/// `COALESCE` of an `UPDATE`'s target list, as the clock is: it is read in `FROM`.
+static STRIP_TENANT: LazyLock<String> = LazyLock::new(|| {
+    let now = concat!("response_pruned_at = ", clock!("$4", "$5"));
+    let from = concat!(
+        "response_pruned_at = c.now FROM (SELECT ",
+        clock!("$4", "$5"),
+        " AS now) c"
+    );
+    assert!(
+        STRIP.contains(now),
+        "STRIP sets response_pruned_at to the clock"
+    );
+    one_tenant(&STRIP.replace(now, from), 6)
+});
 
 /// One tenant's rows after a (namespace, key), locked, for `reseal`.
 const RESEAL_TENANT: &str = "SELECT tenant_id, namespace, key, last_error, checkpoint, response,
