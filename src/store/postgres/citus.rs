@@ -2,7 +2,8 @@
 //! extension installed is taken to be one; then:
 //!
 //! - `claimd migrate` leaves `receipts` hash-distributed by `tenant_id` and `api_keys` a
-//!   reference table (a copy on every node), idempotently ([`DISTRIBUTE`]);
+//!   reference table (a copy on every node), idempotently ([`DISTRIBUTE`]); a
+//!   `tenant_usage` table, once there is one, distributed colocated with `receipts`;
 //! - sessions plan every statement with its parameters' values (`plan_cache_mode =
 //!   force_custom_plan`): Citus routes a statement to a shard only when it knows the
 //!   tenant it names, and fails a generic plan it cannot route (SQLSTATE 0A000);
@@ -46,6 +47,12 @@ pub(super) const DISTRIBUTE: &[&str] = &[
      WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'receipts'::regclass)",
     "SELECT create_reference_table('api_keys')
      WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'api_keys'::regclass)",
+    // The storage quotas' per-tenant counters, once a migration makes them: beside each
+    // tenant's receipts, on the same worker (colocated), so a batch's upsert of them is
+    // routed with its writes.
+    "SELECT create_distributed_table(to_regclass('tenant_usage'), 'tenant_id', colocate_with => 'receipts')
+     WHERE to_regclass('tenant_usage') IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass('tenant_usage'))",
 ];
 
 /// What Citus says when a worker it needs cannot be reached, or its connection to one was
