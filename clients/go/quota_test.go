@@ -77,3 +77,40 @@ func TestAResourceExhaustedWithoutQuotaDetailsIsAPlainError(t *testing.T) {
 		t.Fatalf("a *QuotaError without a QuotaFailure")
 	}
 }
+
+// A RESOURCE_EXHAUSTED that is not a quota, answered by a real claimd: a Claim whose request
+// is over claimd's request limit (256 KiB, docs/DESIGN.md §2.8; here a 300 KiB recovery
+// payload) is refused from its length prefix, before the tenant's quota is looked at, with
+// no details. It stays a plain *Error, on both stores and on the quota claimd whose tenant
+// is over its Claims quota.
+func TestARequestOverClaimdsSizeLimitIsAPlainResourceExhaustedErrorNotAQuotaError(t *testing.T) {
+	tooLarge := make([]byte, 300*1024)
+	refusedPlain := func(t *testing.T, c *claimd.Client) {
+		t.Helper()
+		_, err := c.Claim(ctxOf(t), quotaNamespace, uniqueKey(t), claimd.Fingerprint([]byte("b")),
+			claimd.WithRecoveryPayload(tooLarge))
+		var quota *claimd.QuotaError
+		if errors.As(err, &quota) {
+			t.Fatalf("a *QuotaError: %v", err)
+		}
+		var e *claimd.Error
+		if !errors.As(err, &e) || e.Code != codes.ResourceExhausted || e.Op != "Claim" {
+			t.Fatalf("not a plain *Error with ResourceExhausted: %v", err)
+		}
+		if status.Code(err) != codes.ResourceExhausted {
+			t.Fatalf("status.Code: %s", status.Code(err))
+		}
+		if details := status.Convert(err).Details(); len(details) != 0 {
+			t.Fatalf("claimd sent details with the size refusal: %v", details)
+		}
+	}
+	onBothStores(t, refusedPlain)
+	t.Run("quota", func(t *testing.T) {
+		c := testenv.Dial(t, testenv.Env(t, "CLAIMD_QUOTA_ADDR"))
+		var quota *claimd.QuotaError
+		if err := spendTheQuota(t, c); !errors.As(err, &quota) {
+			t.Fatalf("the quota claimd's refusal is not a *QuotaError: %v", err)
+		}
+		refusedPlain(t, c)
+	})
+}

@@ -19,7 +19,7 @@ pub use wait::{ClaimError, DEFAULT_MAX_WAITING_CLAIMS, MAX_WAIT, Waits};
 use crate::auth::Principal;
 use crate::domain::{Action, ClaimInput, PolicyHandle, ReceiptKey};
 use crate::pb::{self, claim_service_server::ClaimService};
-use crate::store::{OrphanQuery, Store};
+use crate::store::{OrphanQuery, Store, StoreError};
 use crate::telemetry::{
     Activity, ClaimTelemetry, DEFAULT_NAMESPACE_LIMIT, NamespaceLabels, note_namespace,
 };
@@ -106,6 +106,11 @@ impl ClaimsApi {
     pub fn quota_usage(&self, tenant: &str) -> quota::Usage {
         self.quotas.usage(tenant, &self.policies.current().quotas)
     }
+
+    /// `tenant`'s storage limits in force.
+    pub fn storage_quota(&self, tenant: &str) -> crate::domain::Storage {
+        self.policies.current().quotas.for_tenant(tenant).storage
+    }
 }
 
 /// The caller's principal, put into the request by the authentication layer.
@@ -130,6 +135,15 @@ fn receipt_key(namespace: String, key: String) -> Result<ReceiptKey, InvalidFiel
 }
 
 impl ClaimsApi {
+    /// A store error as the caller's status; a storage limit's refusal counted as the
+    /// tenant's.
+    fn refused(&self, tenant: &str, quotas: &crate::domain::Quotas, e: StoreError) -> Status {
+        match e {
+            StoreError::OverQuota(r) => Status::from(self.quotas.stored(tenant, quotas, r)),
+            e => Status::from(e),
+        }
+    }
+
     /// Complete, Heartbeat, Retry and Quarantine share everything but the action.
     async fn act(
         &self,
@@ -140,12 +154,15 @@ impl ClaimsApi {
     ) -> Result<Option<pb::Receipt>, Status> {
         let token: Uuid = validate::claim_token(token)?;
         let policies = self.policies.current();
-        let policy = policies.for_namespace(&id.namespace);
+        let policy = &policies
+            .for_namespace(&id.namespace)
+            .for_tenant(&tenant, &policies.quotas);
         let action = action(policy)?;
         self.quotas.write(&tenant, &policies.quotas)?;
         tracing::debug!(claim.action = action.name(), "act");
         let began = tokio::time::Instant::now();
-        let mut receipt = self.store.act(&tenant, &id, token, &action, policy).await?;
+        let acted = self.store.act(&tenant, &id, token, &action, policy).await;
+        let mut receipt = acted.map_err(|e| self.refused(&tenant, &policies.quotas, e))?;
         // A Heartbeat's new lease starts inside its write (after any lock it waited for, and
         // before its commit waited): if the call took more than three quarters of the
         // lease, on this process's clock, less than a quarter of it may be left when the
@@ -183,7 +200,9 @@ impl ClaimService for ClaimsApi {
         let recovery_payload =
             validate::blob("recovery_payload", req.recovery_payload, self.max_blob)?;
         let policies = self.policies.current();
-        let policy = policies.for_namespace(&id.namespace);
+        let policy = &policies
+            .for_namespace(&id.namespace)
+            .for_tenant(&tenant, &policies.quotas);
         let input = ClaimInput {
             id,
             fingerprint: req.fingerprint,
@@ -199,7 +218,11 @@ impl ClaimService for ClaimsApi {
         let outcome = self
             .waits
             .claim(store, &tenant, &input, policy, wait, park)
-            .await?;
+            .await
+            .map_err(|e| match e {
+                ClaimError::Store(e) => self.refused(&tenant, &policies.quotas, e),
+                e => Status::from(e),
+            })?;
         let namespace = &outcome.receipt.id.namespace;
         let (decision, attempt) = (outcome.decision, req.delivery_attempt);
         self.telemetry.claim_decided(namespace, decision, attempt);

@@ -19,7 +19,7 @@ mod usage;
 
 pub use usage::{BucketUsage, Usage};
 
-use crate::domain::{Quota, Quotas, Rate};
+use crate::domain::{Quota, Quotas, Rate, StorageLimit, StorageRefusal};
 use crate::store::Clock;
 use crate::telemetry::quotas::{QuotaName, TenantLabels, parked, refused};
 use bucket::Bucket;
@@ -33,6 +33,11 @@ pub const TENANTS: usize = 10_000;
 /// What a Claim refused for `max_waiting` is told to wait before it tries again: about
 /// the time a parked Claim of a webhook's duplicate takes to be answered.
 pub const PARKED_RETRY: Duration = Duration::from_secs(1);
+
+/// What a write refused by a storage limit is told to wait: room comes back only as the
+/// janitor removes receipts past their retention (or an operator raises the limit), so
+/// about a janitor pass, not a token.
+pub const STORED_RETRY: Duration = Duration::from_secs(60);
 
 /// A call refused by a tenant quota: which one, what it allows, and when to try again.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -48,6 +53,20 @@ pub struct QuotaRefusal {
     pub limit: String,
     /// When a token is due (or a parked Claim may have left).
     pub retry_after: Duration,
+}
+
+impl From<StorageRefusal> for QuotaRefusal {
+    fn from(refusal: StorageRefusal) -> QuotaRefusal {
+        let (quota, what) = match refusal.which {
+            StorageLimit::Receipts => (QuotaName::MaxReceipts, "receipts"),
+            StorageLimit::StoredBytes => (QuotaName::MaxStoredBytes, "stored bytes"),
+        };
+        QuotaRefusal {
+            quota,
+            limit: format!("{} {what} in the store", refusal.limit),
+            retry_after: STORED_RETRY,
+        }
+    }
 }
 
 /// A tenant's buckets; `None` until its first call under that quota.
@@ -168,6 +187,14 @@ impl Limiter {
             tenant: tenant.to_owned(),
             label,
         })
+    }
+
+    /// A write of `tenant`'s that the store refused for a storage limit, counted as that
+    /// quota's refusal.
+    pub fn stored(&self, tenant: &str, quotas: &Quotas, refusal: StorageRefusal) -> QuotaRefusal {
+        let refusal = QuotaRefusal::from(refusal);
+        refused(self.labels.label(tenant, quotas), refusal.quota);
+        refusal
     }
 
     fn take(&self, tenant: &str, quotas: &Quotas, kind: Kind) -> Result<(), QuotaRefusal> {

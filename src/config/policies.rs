@@ -286,6 +286,7 @@ fn resolve(
         backoff_max,
         retention,
         response_retention,
+        storage: Default::default(),
     })
 }
 

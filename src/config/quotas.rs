@@ -1,27 +1,33 @@
 //! The `[tenants]` table of the policy file (issue 43): `[tenants.default]` and
 //! `[tenants."<name>"]` overrides with the keys `claims_per_second`, `burst`,
-//! `writes_per_second` and `max_waiting`, every one optional. A key missing from a tenant
+//! `writes_per_second`, `max_waiting`, `max_receipts` and `max_stored_bytes`, every one
+//! optional. A key missing from a tenant
 //! comes from `[tenants.default]`, else is no limit (but `burst` goes with the Claims rate:
 //! a section with a rate of its own has its own burst, else one second's worth); so a file without `[tenants]` limits
 //! nobody (as before quotas existed). Read with the policies (`policies::parse`), so SIGHUP
 //! replaces them together; `claimd check-config` prints them ([`render`]). Every error
 //! names the dotted key (`tenants."acme".claims_per_second`).
 
-use crate::domain::{MAX_TENANT, Quota, Quotas, Rate, check_name};
+use crate::domain::{MAX_TENANT, Quota, Quotas, Rate, Storage, check_name};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use toml::Value;
 
 /// The keys a tenant section takes.
-const KEYS: [&str; 4] = [
+const KEYS: [&str; 6] = [
     "claims_per_second",
     "burst",
     "writes_per_second",
     "max_waiting",
+    "max_receipts",
+    "max_stored_bytes",
 ];
 
 /// The largest `burst` and `max_waiting`.
 const MAX_COUNT: i64 = 1_000_000_000;
+
+/// The largest `max_receipts` and `max_stored_bytes`.
+const MAX_STORED: i64 = 1_000_000_000_000_000_000;
 
 /// A key at fault (dotted) and what is wrong with it.
 type Fault = (String, String);
@@ -55,6 +61,11 @@ pub(super) fn parse(table: Option<&toml::Table>) -> Result<Quotas, Fault> {
             burst,
             writes_per_second: own.writes_per_second.or(default.writes_per_second),
             max_waiting: own.max_waiting.or(default.max_waiting),
+            storage: Storage {
+                max_receipts: own.storage.max_receipts.or(default.storage.max_receipts),
+                max_stored_bytes: (own.storage.max_stored_bytes)
+                    .or(default.storage.max_stored_bytes),
+            },
         };
         check(&own, &quota, &prefix)?;
         tenants.insert(name.clone(), quota);
@@ -85,6 +96,8 @@ fn section_of(section: &Value, prefix: &str) -> Result<Quota, Fault> {
             "max_waiting" => {
                 quota.max_waiting = Some(count(value, 0).ok_or_else(|| (at(), whole(0)))?)
             }
+            "max_receipts" => quota.storage.max_receipts = Some(stored(value, at)?),
+            "max_stored_bytes" => quota.storage.max_stored_bytes = Some(stored(value, at)?),
             _ => {
                 let problem = format!("unknown key; a tenant's quotas are {}", KEYS.join(", "));
                 return Err((at(), problem));
@@ -108,6 +121,14 @@ fn rate(value: &Value) -> Option<Rate> {
         Value::Float(x) => Rate::new(*x),
         _ => None,
     }
+}
+
+/// A storage limit: a whole number from 0 (nothing more may be stored) to [`MAX_STORED`].
+fn stored(value: &Value, at: impl Fn() -> String) -> Result<u64, Fault> {
+    let n = value.as_integer().filter(|n| (0..=MAX_STORED).contains(n));
+    let problem = || format!("must be a whole number from 0 to {MAX_STORED}");
+    n.and_then(|n| u64::try_from(n).ok())
+        .ok_or_else(|| (at(), problem()))
 }
 
 fn count(value: &Value, min: i64) -> Option<u32> {
@@ -140,6 +161,14 @@ pub(super) fn render(quotas: &Quotas, out: &mut String) {
             ("burst", claims.map(|(_, b)| b.to_string())),
             ("writes_per_second", q.writes_per_second.map(show_rate)),
             ("max_waiting", q.max_waiting.map(|n| n.to_string())),
+            (
+                "max_receipts",
+                q.storage.max_receipts.map(|n| n.to_string()),
+            ),
+            (
+                "max_stored_bytes",
+                q.storage.max_stored_bytes.map(|n| n.to_string()),
+            ),
         ];
         for (key, value) in lines {
             let _ = match value {

@@ -28,6 +28,15 @@ pub async fn overview(console: &Console, session: &Session) -> Answer {
         .collect::<Vec<_>>();
     let activity = console.api.activity();
     let usage = console.api.quota_usage(tenant);
+    // The storage limits' figures are the store's: read only for a tenant that has one.
+    let storage = console.api.storage_quota(tenant);
+    let usage = match storage.is_unlimited() {
+        true => usage,
+        false => match console.api.store().tenant_usage(tenant).await {
+            Ok(figures) => usage.stored(storage, figures),
+            Err(e) => return failure(e.into(), session),
+        },
+    };
     views::overview(
         session,
         &visible,

@@ -19,7 +19,7 @@ pub use claim::{ClaimInput, ClaimOutcome, Write, decide_claim};
 pub use names::{MAX_NAMESPACE, MAX_TENANT, NAME_ALPHABET, NameError, check_name, is_name_char};
 pub use orphan::{NotQuarantined, Seen, quarantine_orphan};
 pub use policy::{MAX_DELAY, MIN_DELAY, Policies, Policy, PolicyHandle};
-pub use quota::{Quota, Quotas, Rate};
+pub use quota::{Quota, Quotas, Rate, Storage, StorageLimit, StorageRefusal};
 pub use redrive::redrive;
 
 use chrono::{DateTime, Utc};

@@ -29,6 +29,19 @@ pub struct Policy {
     /// How long a COMPLETED receipt keeps its response (at most `retention`); after it the
     /// receipt stays as a tombstone that still answers COMPLETED, without the response.
     pub response_retention: TimeDelta,
+    /// The calling tenant's storage limits (its quota's, set per call by the API: a
+    /// namespace's policy in the file has none).
+    pub storage: super::Storage,
+}
+
+impl Policy {
+    /// This policy with `tenant`'s storage limits from `quotas`.
+    pub fn for_tenant(&self, tenant: &str, quotas: &super::Quotas) -> Policy {
+        Policy {
+            storage: quotas.for_tenant(tenant).storage,
+            ..*self
+        }
+    }
 }
 
 impl Default for Policy {
@@ -40,6 +53,7 @@ impl Default for Policy {
             backoff_max: TimeDelta::minutes(5),
             retention: TimeDelta::days(30),
             response_retention: TimeDelta::days(30),
+            storage: super::Storage::default(),
         }
     }
 }

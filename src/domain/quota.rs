@@ -1,8 +1,9 @@
 //! Per-tenant quotas (docs/DESIGN.md §5.15): how many Claims a second (and the burst), how
 //! many holder writes a second and how many Claims parked in `wait` at once one tenant may
-//! have on one claimd. Plain values: the policy file fills them in
-//! (`config::quotas`), the API enforces them (`api::quota`), and they are replaced with the
-//! policies on reload. A quota left out is no limit.
+//! have on one claimd, and how many receipts and stored bytes it may keep in the store
+//! ([`Storage`]). Plain values: the policy file fills them in (`config::quotas`), the API
+//! enforces the rates (`api::quota`) and the store the storage limits (`store::usage`), and
+//! they are replaced with the policies on reload. A quota left out is no limit.
 
 use std::collections::HashMap;
 
@@ -48,6 +49,55 @@ pub struct Quota {
     pub writes_per_second: Option<Rate>,
     /// Claims parked in `wait` at once.
     pub max_waiting: Option<u32>,
+    /// Receipts kept in the store at once, and their stored bytes.
+    pub storage: Storage,
+}
+
+/// A tenant's storage limits, counted in the store (every replica sees one figure) and
+/// checked on the write that would pass them; `None` is no limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Storage {
+    /// Receipts (rows, whatever their state) the tenant keeps at once.
+    pub max_receipts: Option<u64>,
+    /// Bytes of the tenant's sealed columns as stored: recovery payloads, responses,
+    /// checkpoints and last errors.
+    pub max_stored_bytes: Option<u64>,
+}
+
+impl Storage {
+    /// Whether this limits nothing.
+    pub fn is_unlimited(&self) -> bool {
+        *self == Storage::default()
+    }
+}
+
+/// Which storage limit refused a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StorageLimit {
+    /// `max_receipts`.
+    Receipts,
+    /// `max_stored_bytes`.
+    StoredBytes,
+}
+
+/// A write refused by a storage limit: nothing was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("over the {} quota (at most {limit})", which.name())]
+pub struct StorageRefusal {
+    /// The limit.
+    pub which: StorageLimit,
+    /// Its value.
+    pub limit: u64,
+}
+
+impl StorageLimit {
+    /// The key's name in the policy file.
+    pub fn name(self) -> &'static str {
+        match self {
+            StorageLimit::Receipts => "max_receipts",
+            StorageLimit::StoredBytes => "max_stored_bytes",
+        }
+    }
 }
 
 impl Quota {

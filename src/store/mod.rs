@@ -22,6 +22,7 @@ mod row;
 mod sealed;
 pub mod settles;
 pub mod sqlite;
+pub(crate) mod usage;
 mod write;
 
 pub use batch::BatchOptions;
@@ -102,6 +103,14 @@ pub enum StoreError {
     /// A stored row violates claimd's own rules.
     #[error("corrupt row: {0}")]
     Corrupt(String),
+    /// The write would have taken the tenant over a storage limit (`max_receipts`,
+    /// `max_stored_bytes`): nothing was written.
+    #[error(transparent)]
+    OverQuota(#[from] crate::domain::StorageRefusal),
+    /// The store cannot do what the configuration asks of it (storage quotas on Citus):
+    /// nothing was written.
+    #[error("{0}")]
+    Unsupported(&'static str),
     /// A sealed field did not verify (tampered, moved, or under a key not configured):
     /// DATA_LOSS, and never the plaintext.
     #[error("a sealed field failed authentication")]
@@ -270,6 +279,10 @@ pub trait Gauges: Send + Sync {
     /// rows, for the console's overview.
     async fn namespace_counts(&self, tenant: &str) -> Result<Vec<NamespaceCounts>, StoreError>;
 
+    /// The tenant's receipts and their stored bytes as the store counts them for the
+    /// storage quotas (`tenant_usage`, docs/DESIGN.md §5.15): one figure for every replica.
+    async fn tenant_usage(&self, tenant: &str) -> Result<(i64, i64), StoreError>;
+
     /// The connection pool right now: the `claimd_db_pool_connections` gauge.
     fn pool_stats(&self) -> PoolStats;
 
@@ -358,6 +371,8 @@ impl StoreError {
             | StoreError::ReadOnly(_)
             | StoreError::Unsure(_) => "unavailable",
             StoreError::Contended => "contended",
+            StoreError::OverQuota(_) => "over_quota",
+            StoreError::Unsupported(_) => "unsupported",
             StoreError::LateLease(_) => "late_lease",
             StoreError::DeadlinePassed => "deadline",
             StoreError::Sealed(_) => "sealed",

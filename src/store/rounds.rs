@@ -28,6 +28,7 @@ mod unsure;
 use super::driver::{Driver, Row};
 use super::recent::Recent;
 use super::settles::Mark;
+use super::usage;
 use super::write::{Expect, RowWrite, Sealed, Version, WriteOutcome};
 use super::{StoreError, StoredBlobs};
 use crate::domain::{
@@ -225,7 +226,15 @@ fn decide(sealer: &Sealer, job: &Job) -> Step {
             }
         };
         let before = current.as_ref().map(|(r, _)| r);
-        let w = RowWrite::new(&job.tenant, expect, before, next, now, sealed, job.due);
+        let mut w = RowWrite::new(&job.tenant, expect, before, next, now, sealed, job.due);
+        if let Some((_, b)) = &current {
+            w.growth.bytes = usage::size(&w.stored) - usage::size(b);
+        }
+        // The tenant's storage limits are the caller's (Claim, holder calls); an
+        // operator's Redrive or Quarantine adds no receipt and is not refused for room.
+        if let Op::Claim { policy, .. } | Op::Act { policy, .. } = &job.op {
+            w.storage = policy.storage;
+        }
         Step::Write(w, claim)
     };
     let before = current.as_ref().map(|(r, _)| r);
@@ -389,6 +398,7 @@ pub async fn run<D: Driver>(driver: &D, recent: &Recent, mut jobs: Vec<Job>) {
                         }));
                     }
                     WriteOutcome::Late => job.answer(Err(StoreError::DeadlinePassed)),
+                    WriteOutcome::OverQuota(refusal) => job.answer(Err(refusal.into())),
                     WriteOutcome::Stale(now, row) => {
                         recent.forget(&job.tenant, &job.id);
                         recent.saw(&job.tenant, &job.id, row.is_some());

@@ -10,7 +10,8 @@
 //! otherwise. Only the sealed columns whose plaintext changed are written ([`Sealed`]).
 
 use super::StoredBlobs;
-use crate::domain::{Receipt, State, Timestamp};
+use super::usage::Growth;
+use crate::domain::{Receipt, State, Storage, StorageRefusal, Timestamp};
 use crate::seal::LIFE_LEN;
 use chrono::TimeDelta;
 use tokio::time::Instant;
@@ -168,6 +169,11 @@ pub struct RowWrite {
     /// This write's id, minted for it and written in the row's `write_id` (also in
     /// `stored`): the row holds it exactly while this write is the last one made.
     pub id: Uuid,
+    /// What it adds to its tenant's receipts and stored bytes, as decided
+    /// ([`RowWrite::new`] knows an insert's; the caller sets an update's).
+    pub growth: Growth,
+    /// The tenant's storage limits it is checked against (none by default).
+    pub storage: Storage,
 }
 
 impl RowWrite {
@@ -192,6 +198,13 @@ impl RowWrite {
         let stamp = |field: fn(&Receipt) -> Option<Timestamp>| {
             Stamp::of(before.map(field), field(&next), decided_at)
         };
+        let growth = match expect {
+            Expect::Absent(_) => Growth {
+                receipts: 1,
+                bytes: super::usage::size(&stored),
+            },
+            Expect::Row(_) => Growth::default(),
+        };
         RowWrite {
             tenant: tenant.to_owned(),
             expect,
@@ -203,6 +216,8 @@ impl RowWrite {
             stored,
             due,
             id,
+            growth,
+            storage: Storage::default(),
         }
     }
 
@@ -253,6 +268,8 @@ pub enum WriteOutcome {
     Stale(Timestamp, Option<Box<super::driver::Row>>),
     /// Not written: the caller's answer was due before the row could be had.
     Late,
+    /// Not written: it would have taken its tenant over a storage limit.
+    OverQuota(StorageRefusal),
 }
 
 #[cfg(test)]

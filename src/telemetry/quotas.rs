@@ -22,6 +22,10 @@ pub enum QuotaName {
     WritesPerSecond,
     /// `max_waiting`.
     MaxWaiting,
+    /// `max_receipts`.
+    MaxReceipts,
+    /// `max_stored_bytes`.
+    MaxStoredBytes,
 }
 
 impl QuotaName {
@@ -31,6 +35,8 @@ impl QuotaName {
             QuotaName::ClaimsPerSecond => "claims_per_second",
             QuotaName::WritesPerSecond => "writes_per_second",
             QuotaName::MaxWaiting => "max_waiting",
+            QuotaName::MaxReceipts => "max_receipts",
+            QuotaName::MaxStoredBytes => "max_stored_bytes",
         }
     }
 }

@@ -40,7 +40,7 @@ pub(crate) async fn replica_with(url: &str, addr: SocketAddr, flags: &[&str]) ->
 }
 
 /// A cluster on TCP, a proxy in front of it and a claimd through the proxy with `flags`.
-async fn behind_proxy(flags: &[&str]) -> (PrivateCluster, Proxy, SocketAddr, Claimd) {
+pub(crate) async fn behind_proxy(flags: &[&str]) -> (PrivateCluster, Proxy, SocketAddr, Claimd) {
     let cluster = tokio::task::spawn_blocking(|| PrivateCluster::start_on_tcp(&[]))
         .await
         .expect("the private cluster starts");

@@ -74,6 +74,7 @@ mod policies;
 mod polyglot;
 mod quickstart;
 mod quotas;
+mod quotas_history;
 mod read_only;
 mod sealing;
 mod sealing_keys;

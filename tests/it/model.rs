@@ -155,6 +155,7 @@ fn policy() -> Policy {
         backoff_max: TimeDelta::seconds(8),
         retention: TimeDelta::days(1),
         response_retention: TimeDelta::days(1),
+        ..Policy::default()
     }
 }
 

@@ -12,6 +12,7 @@
 
 mod binary;
 mod door;
+mod storage;
 mod waiting;
 
 use crate::common::app::{Backend, TestApp, decision};

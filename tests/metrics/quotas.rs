@@ -97,4 +97,49 @@ async fn quota_refusals_are_counted_by_tenant_and_quota_and_parked_claims_gauged
     app.shutdown().await;
 }
 
-conformance!(quota_refusals_are_counted_by_tenant_and_quota_and_parked_claims_gauged);
+async fn storage_refusals_are_counted_by_tenant_and_quota(backend: Backend) {
+    let _turn = SERIAL.lock().await;
+    let quota = Quota {
+        storage: claimd::domain::Storage {
+            max_receipts: Some(1),
+            max_stored_bytes: Some(200),
+        },
+        ..Quota::default()
+    };
+    let mut policies = Policies::default();
+    policies.quotas.tenants.insert(TENANT.into(), quota);
+    let app = TestApp::builder()
+        .backend(backend)
+        .configure(|c| c.policies = policies)
+        .spawn()
+        .await;
+    let (_, key) = app.create_key(TENANT, None).await;
+    let (before, _) = scrape(&app).await;
+    let mut client = app.new_client().await;
+    let holder = client.claim(keyed(claim("evt-s", 0), &key)).await;
+    let token = holder.expect("claimed").into_inner().claim_token;
+    let over = client.claim(keyed(claim("evt-t", 0), &key)).await;
+    assert_eq!(over.unwrap_err().code(), Code::ResourceExhausted);
+    let done = CompleteRequest {
+        namespace: "orders".into(),
+        key: "evt-s".into(),
+        claim_token: token,
+        response: vec![0; 500],
+    };
+    let too_big = client.complete(keyed(done, &key)).await;
+    assert_eq!(too_big.unwrap_err().code(), Code::ResourceExhausted);
+    let (after, _) = scrape(&app).await;
+    let moves = Moves { before, after };
+    let refusals = |quota: &str| {
+        let labels = [("tenant", TENANT), ("quota", quota)];
+        moves.of("claimd_quota_refusals_total", &labels)
+    };
+    assert_eq!(refusals("max_receipts"), 1.0);
+    assert_eq!(refusals("max_stored_bytes"), 1.0);
+    app.shutdown().await;
+}
+
+conformance!(
+    quota_refusals_are_counted_by_tenant_and_quota_and_parked_claims_gauged,
+    storage_refusals_are_counted_by_tenant_and_quota,
+);

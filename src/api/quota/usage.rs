@@ -25,12 +25,31 @@ pub struct Usage {
     pub writes: Option<BucketUsage>,
     /// `max_waiting`: (Claims parked now, the most).
     pub waiting: Option<(u32, u32)>,
+    /// `max_receipts`: (the tenant's receipts in the store, the most); filled in from the
+    /// store by whoever shows it ([`Usage::stored`]).
+    pub receipts: Option<(i64, u64)>,
+    /// `max_stored_bytes`: (their stored bytes, the most).
+    pub stored_bytes: Option<(i64, u64)>,
 }
 
 impl Usage {
     /// Whether the tenant has no quota at all.
     pub fn is_unlimited(&self) -> bool {
-        self.claims.is_none() && self.writes.is_none() && self.waiting.is_none()
+        self.claims.is_none()
+            && self.writes.is_none()
+            && self.waiting.is_none()
+            && self.receipts.is_none()
+            && self.stored_bytes.is_none()
+    }
+
+    /// These with the storage limits of `storage` against the store's `figures` (receipts,
+    /// stored bytes).
+    pub fn stored(self, storage: crate::domain::Storage, figures: (i64, i64)) -> Usage {
+        Usage {
+            receipts: storage.max_receipts.map(|max| (figures.0, max)),
+            stored_bytes: storage.max_stored_bytes.map(|max| (figures.1, max)),
+            ..self
+        }
     }
 }
 
@@ -62,6 +81,8 @@ impl Limiter {
             claims,
             writes,
             waiting: quota.max_waiting.map(|max| (parked, max)),
+            receipts: None,
+            stored_bytes: None,
         }
     }
 }

@@ -116,6 +116,14 @@ fn every_bad_key_or_value_is_refused_naming_the_key() {
             "tenants.\"acme\".max_waiting: must be a whole number from 0 to",
         ),
         (
+            "[tenants.\"acme\"]\nmax_receipts = -1\n",
+            "tenants.\"acme\".max_receipts: must be a whole number from 0 to",
+        ),
+        (
+            "[tenants.default]\nmax_stored_bytes = \"1 GB\"\n",
+            "tenants.default.max_stored_bytes: must be a whole number from 0 to",
+        ),
+        (
             "[tenants.\"acme\"]\nclaims_per_secnod = 5\n",
             "tenants.\"acme\".claims_per_secnod: unknown key; a tenant's quotas are \
              claims_per_second, burst, writes_per_second, max_waiting",
@@ -188,8 +196,44 @@ fn without_tenants_check_config_says_there_is_no_limit() {
     assert!(
         shown.ends_with(
             "[tenants.default]\n# claims_per_second: no limit\n# burst: no limit\n\
-             # writes_per_second: no limit\n# max_waiting: no limit\n"
+             # writes_per_second: no limit\n# max_waiting: no limit\n\
+             # max_receipts: no limit\n# max_stored_bytes: no limit\n"
         ),
         "{shown}"
+    );
+}
+
+#[test]
+fn storage_limits_are_inherited_key_by_key_and_printed_by_check_config() {
+    let p = load(
+        r#"
+        [tenants.default]
+        max_receipts = 100000
+        max_stored_bytes = 1000000
+
+        [tenants."acme"]
+        max_receipts = 10
+        "#,
+    );
+    let acme = p.quotas.for_tenant("acme").storage;
+    assert_eq!(
+        (acme.max_receipts, acme.max_stored_bytes),
+        (Some(10), Some(1_000_000))
+    );
+    let other = p.quotas.for_tenant("other").storage;
+    assert_eq!(
+        (other.max_receipts, other.max_stored_bytes),
+        (Some(100_000), Some(1_000_000))
+    );
+    let shown = render(&p);
+    assert!(shown.contains("[tenants.\"acme\"]"), "{shown}");
+    assert!(
+        shown.contains("max_receipts = 10\nmax_stored_bytes = 1000000\n"),
+        "{shown}"
+    );
+    assert_eq!(
+        load(&shown).quotas,
+        p.quotas,
+        "check-config's output reads back the same"
     );
 }

@@ -10,7 +10,8 @@ pub fn quotas(usage: &Usage, claims_per_second: f64) -> Markup {
         @if !usage.is_unlimited() {
             table #quotas {
                 caption { "Your tenant's quotas on this claimd (each replica keeps its own \
-                    buckets). Claims/s: this claimd's, over the last minute." }
+                    buckets; receipts and stored bytes are counted in the store, for all \
+                    replicas). Claims/s: this claimd's, over the last minute." }
                 thead { tr {
                     th scope="col" { "Quota" } th scope="col" { "Limit" }
                     th scope="col" { "Now" }
@@ -28,6 +29,20 @@ pub fn quotas(usage: &Usage, claims_per_second: f64) -> Markup {
                             th scope="row" { "writes_per_second" }
                             td { (number(b.per_second)) " a second" }
                             td { (left(&b)) }
+                        }
+                    }
+                    @if let Some((receipts, max)) = usage.receipts {
+                        tr data-quota="max_receipts" {
+                            th scope="row" { "max_receipts" }
+                            td { (max) " receipts in the store" }
+                            td { (receipts) " kept (all replicas)" }
+                        }
+                    }
+                    @if let Some((bytes, max)) = usage.stored_bytes {
+                        tr data-quota="max_stored_bytes" {
+                            th scope="row" { "max_stored_bytes" }
+                            td { (max) " bytes stored" }
+                            td { (bytes) " bytes kept (all replicas)" }
                         }
                     }
                     @if let Some((parked, max)) = usage.waiting {

@@ -20,8 +20,18 @@ use crate::domain::{ReceiptKey, Timestamp};
 use crate::store::StoreError;
 use crate::store::driver::Row;
 use crate::store::row::columns;
+use crate::store::usage;
 use crate::store::write::{RowWrite, WriteOutcome};
-use sqlx::Row as _;
+use sqlx::{Connection, PgConnection, Row as _};
+
+/// The turn of each tenant `$1` names, in lock order: a transaction-level advisory lock in
+/// a space of its own ("quot" as four bytes), on a hash of the tenant.
+const TURN: &str = "SELECT pg_advisory_xact_lock(1903521652, k.h) FROM (
+    SELECT DISTINCT hashtext(t) AS h FROM unnest($1::text[]) AS t ORDER BY 1) k";
+
+/// The figures of the tenants `$1` names: the sums of their slots.
+const FIGURES: &str = "SELECT tenant_id, sum(receipts)::int8, sum(stored_bytes)::int8
+    FROM tenant_usage WHERE tenant_id = ANY($1::text[]) GROUP BY tenant_id";
 
 /// The rows `$2`–`$4` name (with their positions `$1`), and the store's clock.
 pub(super) const READ_MANY: &str = concat!(
@@ -86,18 +96,86 @@ impl PgDriver {
             .collect()
     }
 
-    /// Makes every write it can, in one statement; what became of each, in order.
+    /// Makes every write it can, in one statement; what became of each, in order. A batch
+    /// with a write that a tenant's storage limit checks runs in a transaction that first
+    /// takes that tenant's turn and reads its figures (`checked_on`).
     pub(super) async fn write_rows(
         &self,
         writes: &[RowWrite],
     ) -> Result<Vec<WriteOutcome>, StoreError> {
+        let all: Vec<&RowWrite> = writes.iter().collect();
+        let tenants = usage::tenants(&all);
+        // The connection first: the deadlines are measured from when the statement is sent.
+        let mut conn = self.pool.acquire().await.map_err(interpret)?;
+        let outcomes = match tenants.is_empty() {
+            true => self.statement_on(&mut conn, &all).await,
+            false => self.checked_on(&mut conn, &all, &tenants).await,
+        };
+        if let Err(StoreError::ReadOnly(_)) = &outcomes {
+            // A server that became read-only (a failover): this connection is not put back,
+            // and the pool drops the others made before now (`read_only`).
+            self.read_only.seen();
+            conn.close_on_drop();
+        }
+        outcomes
+    }
+
+    /// `writes` in one transaction that first waits for the turn of each of `tenants` (an
+    /// advisory lock: their checked batches take turns, on every replica) and reads their
+    /// figures, then makes the writes `usage::admit` lets through; the others are
+    /// answered [`WriteOutcome::OverQuota`].
+    async fn checked_on(
+        &self,
+        conn: &mut PgConnection,
+        writes: &[&RowWrite],
+        tenants: &[String],
+    ) -> Result<Vec<WriteOutcome>, StoreError> {
+        let mut tx = conn.begin().await.map_err(interpret)?;
+        sqlx::query(TURN)
+            .bind(tenants)
+            .execute(&mut *tx)
+            .await
+            .map_err(interpret)?;
+        let figures: Vec<(String, i64, i64)> = sqlx::query_as(FIGURES)
+            .bind(tenants)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(interpret)?;
+        let figures = (figures.into_iter())
+            .map(|(tenant, receipts, bytes)| (tenant, (receipts, bytes)))
+            .collect();
+        let refused = usage::admit(writes, &figures);
+        let admitted: Vec<&RowWrite> = (writes.iter().zip(&refused))
+            .filter(|(_, r)| r.is_none())
+            .map(|(w, _)| *w)
+            .collect();
+        let mut made = match admitted.is_empty() {
+            true => Vec::new(),
+            false => self.statement_on(&mut tx, &admitted).await?,
+        }
+        .into_iter();
+        tx.commit().await.map_err(interpret)?;
+        (refused.into_iter())
+            .map(|r| match r {
+                Some(refusal) => Ok(WriteOutcome::OverQuota(refusal)),
+                None => made
+                    .next()
+                    .ok_or_else(|| StoreError::Corrupt("a write statement answered short".into())),
+            })
+            .collect()
+    }
+
+    /// Makes every write of `writes` it can, in one statement on `conn`.
+    async fn statement_on(
+        &self,
+        conn: &mut PgConnection,
+        writes: &[&RowWrite],
+    ) -> Result<Vec<WriteOutcome>, StoreError> {
         // The rows go in primary-key order (bytewise, as `COLLATE "C"` compares), so every
         // batch inserts and locks in the same order; each keeps its position as `idx`.
         let mut order: Vec<usize> = (0..writes.len()).collect();
-        order.sort_by(|&a, &b| row_key(&writes[a]).cmp(&row_key(&writes[b])));
-        let sorted: Vec<&RowWrite> = order.iter().map(|&i| &writes[i]).collect();
-        // The connection first: the deadlines are measured from when the statement is sent.
-        let mut conn = self.pool.acquire().await.map_err(interpret)?;
+        order.sort_by(|&a, &b| row_key(writes[a]).cmp(&row_key(writes[b])));
+        let sorted: Vec<&RowWrite> = order.iter().map(|&i| writes[i]).collect();
         let mut arrays = Arrays::default();
         for (&idx, w) in order.iter().zip(&sorted) {
             arrays.push(idx, w, &self.gap);
@@ -110,14 +188,7 @@ impl PgDriver {
             .fold(query, |q, &col| arrays.bind(q, col))
             .fetch_all(&mut *conn)
             .await
-            .map_err(interpret);
-        if let Err(StoreError::ReadOnly(_)) = &rows {
-            // A server that became read-only (a failover): this connection is not put back,
-            // and the pool drops the others made before now (`read_only`).
-            self.read_only.seen();
-            conn.close_on_drop();
-        }
-        let rows = rows?;
+            .map_err(interpret)?;
         if let Some(row) = rows.last() {
             self.gap.observe(row.try_get("db_wall").map_err(interpret)?);
         }

@@ -82,6 +82,49 @@ macro_rules! clock {
 }
 use clock;
 
+/// The stored bytes of the row `$r` (`store::usage`): its sealed columns' lengths.
+macro_rules! size {
+    ($r:literal) => {
+        concat!(
+            "(COALESCE(octet_length(",
+            $r,
+            ".last_error), 0) + COALESCE(octet_length(",
+            $r,
+            ".checkpoint), 0) + COALESCE(octet_length(",
+            $r,
+            ".response), 0) + ",
+            "COALESCE(octet_length(",
+            $r,
+            ".recovery_payload), 0))"
+        )
+    };
+}
+
+/// What the writes made add to each tenant's receipts and stored bytes (`$parts`: rows of
+/// tenant, receipts added, bytes added), added to `tenant_usage` in the same statement, on
+/// the slot of this connection (migration 0010), in tenant order; a tenant whose figures
+/// did not change is not written.
+macro_rules! counted {
+    ($parts:expr) => {
+        concat!(
+            "
+used AS (
+    INSERT INTO tenant_usage AS u (tenant_id, slot, receipts, stored_bytes)
+    SELECT g.tenant, (pg_backend_pid() % 16)::smallint, sum(g.n), sum(g.bytes) FROM (",
+            $parts,
+            "
+    ) g(tenant, n, bytes)
+    GROUP BY g.tenant HAVING sum(g.n) <> 0 OR sum(g.bytes) <> 0 ORDER BY g.tenant
+    ON CONFLICT (tenant_id, slot) DO UPDATE SET receipts = u.receipts + excluded.receipts,
+        stored_bytes = u.stored_bytes + excluded.stored_bytes
+)"
+        )
+    };
+}
+
+use counted;
+use size;
+
 /// The `receipts` columns claimd reads, as PostgreSQL returns them: counts are `integer`,
 /// times `timestamptz`.
 type ReceiptRow = crate::store::row::ReceiptRow<i32, crate::domain::Timestamp>;

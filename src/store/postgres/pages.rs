@@ -5,7 +5,7 @@
 //! docs/DESIGN.md §4.4 and migration 0008.
 
 use super::rows::row;
-use super::{PgDriver, clock, interpret, micros};
+use super::{PgDriver, clock, counted, interpret, micros};
 use crate::domain::{Receipt, State};
 use crate::store::driver::{Pages, Row};
 use crate::store::row::columns;
@@ -112,7 +112,8 @@ const ORPHANS: &str = concat!(
 );
 
 /// Quarantines the row only if nobody changed it since it was read.
-const QUARANTINE: &str = concat!(
+/// [`QUARANTINE`] without its count, for Citus (as `rows.rs`'s `WRITE_SEALED_ROWS`).
+const QUARANTINE_ROWS: &str = concat!(
     "UPDATE receipts SET state = 'quarantined', last_error = $4,
     claim_token = NULL, lease_expires_at = NULL, next_attempt_at = NULL,
     updated_at = ",
@@ -122,6 +123,27 @@ const QUARANTINE: &str = concat!(
       AND claim_token IS NOT DISTINCT FROM $9
       AND last_error IS NOT DISTINCT FROM $10 AND checkpoint IS NOT DISTINCT FROM $11
       AND response IS NOT DISTINCT FROM $12 AND recovery_payload IS NOT DISTINCT FROM $13"
+);
+
+const QUARANTINE: &str = concat!(
+    "WITH q AS (
+    UPDATE receipts SET state = 'quarantined', last_error = $4,
+    claim_token = NULL, lease_expires_at = NULL, next_attempt_at = NULL,
+    updated_at = ",
+    clock!("$5", "$6"),
+    "
+    WHERE tenant_id = $1 AND namespace = $2 AND key = $3 AND state = $7 AND attempt = $8
+      AND claim_token IS NOT DISTINCT FROM $9
+      AND last_error IS NOT DISTINCT FROM $10 AND checkpoint IS NOT DISTINCT FROM $11
+      AND response IS NOT DISTINCT FROM $12 AND recovery_payload IS NOT DISTINCT FROM $13
+    RETURNING tenant_id,
+        octet_length(last_error) - COALESCE(octet_length($10::bytea), 0) AS bytes),",
+    counted!(
+        "
+        SELECT tenant_id, 0, bytes FROM q"
+    ),
+    "
+SELECT count(*) FROM q"
 );
 
 /// Orphans of every tenant by reason. `due_at <= …` implies the partial index's predicate
@@ -191,7 +213,12 @@ impl Pages for PgDriver {
         blobs: &StoredBlobs,
         error: &[u8],
     ) -> Result<(), StoreError> {
-        let done = sqlx::query(QUARANTINE)
+        let sql = if self.citus {
+            QUARANTINE_ROWS
+        } else {
+            QUARANTINE
+        };
+        let done = sqlx::query(sql)
             .bind(tenant)
             .bind(&receipt.id.namespace)
             .bind(&receipt.id.key)
@@ -229,6 +256,17 @@ const BY_NAMESPACE: &str = concat!(
 
 #[async_trait]
 impl Gauges for PgDriver {
+    async fn tenant_usage(&self, tenant: &str) -> Result<(i64, i64), StoreError> {
+        let figures = sqlx::query_as(
+            "SELECT COALESCE(sum(receipts), 0)::int8, COALESCE(sum(stored_bytes), 0)::int8
+             FROM tenant_usage WHERE tenant_id = $1",
+        )
+        .bind(tenant)
+        .fetch_one(&self.pool);
+        self.bounded(async { figures.await.map_err(interpret) })
+            .await
+    }
+
     async fn namespace_counts(&self, tenant: &str) -> Result<Vec<NamespaceCounts>, StoreError> {
         let rows = sqlx::query_as(BY_NAMESPACE)
             .bind(tenant)

@@ -1,14 +1,15 @@
 //! The janitor's statements in PostgreSQL. Each prune statement picks at most `batch` rows
 //! of one namespace with `FOR UPDATE SKIP LOCKED` (a row a holder action has locked is left
 //! for a later pass, and the row is re-checked once locked, so a receipt redriven meanwhile
-//! is not pruned) and deletes or strips them in the same statement: one short transaction.
+//! is not pruned) and deletes or strips them in the same statement: one short transaction,
+//! which also takes what it freed off the tenants' figures (`tenant_usage`, `store::usage`).
 //! Ages are measured on the database clock, shifted by the store's `Clock` as every other
 //! query is. One replica prunes at a time: the pass holds a session-level advisory lock on
 //! a dedicated connection, outside the pool, so the lock cannot leak into a pooled session.
 //! The lock only saves work: two janitors pruning at once stay correct, since each
 //! statement skips rows the other has locked.
 
-use super::{PgDriver, clock, interpret, micros};
+use super::{PgDriver, clock, counted, interpret, micros, size};
 use crate::store::prune::HeldLock;
 use crate::store::{JanitorLock, PruneScope, PruneStep, Retention, StoreError};
 use async_trait::async_trait;
@@ -43,7 +44,67 @@ SELECT namespace FROM ns WHERE namespace IS NOT NULL";
 /// Receipts past retention from both terminal indexes: COMPLETED ones with a response
 /// (`receipts_response_idx`, by completed_at, which is their terminal_at), then as many of
 /// the rest (`receipts_expiry_idx`) as the batch has room for, each oldest first.
-pub(super) const DELETE: &str = concat!(
+const DELETE: &str = concat!(
+    "WITH kept AS (
+    SELECT tenant_id, namespace, key FROM receipts
+    WHERE namespace = $1 AND state = 'completed' AND response IS NOT NULL
+      AND completed_at < ",
+    clock!("$4", "$3"),
+    "
+    ORDER BY completed_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED),
+rest AS (
+    SELECT tenant_id, namespace, key FROM receipts
+    WHERE namespace = $1 AND (state = 'quarantined' OR (state = 'completed' AND response IS NULL))
+      AND terminal_at < ",
+    clock!("$4", "$3"),
+    "
+    ORDER BY terminal_at
+    LIMIT $2 - (SELECT count(*) FROM kept)
+    FOR UPDATE SKIP LOCKED),
+gone AS (
+    DELETE FROM receipts WHERE (tenant_id, namespace, key) IN (
+        SELECT * FROM kept UNION ALL SELECT * FROM rest)
+    RETURNING tenant_id, ",
+    size!("receipts"),
+    " AS bytes),",
+    counted!(
+        "
+        SELECT tenant_id, -1, -bytes FROM gone"
+    ),
+    "
+SELECT count(*) FROM gone"
+);
+
+const STRIP: &str = concat!(
+    "WITH picked AS (
+    SELECT tenant_id, namespace, key, octet_length(response) AS bytes FROM receipts
+    WHERE namespace = $1 AND state = 'completed' AND response IS NOT NULL
+      AND completed_at < ",
+    clock!("$4", "$3"),
+    "
+    ORDER BY completed_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED),
+stripped AS (
+    UPDATE receipts r SET response = NULL, response_pruned_at = ",
+    clock!("$4", "$5"),
+    "
+    FROM picked p
+    WHERE r.tenant_id = p.tenant_id AND r.namespace = p.namespace AND r.key = p.key
+    RETURNING p.tenant_id, p.bytes),",
+    counted!(
+        "
+        SELECT tenant_id, 0, -bytes FROM stripped"
+    ),
+    "
+SELECT count(*) FROM stripped"
+);
+
+/// [`DELETE`] without its count of what it frees, for Citus (`citus/rows.rs`), which
+/// routes no `INSERT` in a `WITH` to a shard: storage quotas are not kept there yet.
+pub(super) const DELETE_ROWS: &str = concat!(
     "WITH kept AS (
     SELECT tenant_id, namespace, key FROM receipts
     WHERE namespace = $1 AND state = 'completed' AND response IS NOT NULL
@@ -66,7 +127,8 @@ DELETE FROM receipts WHERE (tenant_id, namespace, key) IN (
     SELECT * FROM kept UNION ALL SELECT * FROM rest)"
 );
 
-pub(super) const STRIP: &str = concat!(
+/// [`STRIP`] without its count, for Citus (as [`DELETE_ROWS`]).
+pub(super) const STRIP_ROWS: &str = concat!(
     "UPDATE receipts SET response = NULL, response_pruned_at = ",
     clock!("$4", "$5"),
     "
@@ -115,11 +177,12 @@ impl Retention for PgDriver {
         if matches!(step, PruneStep::StripResponse) {
             query = query.bind(self.offset()); // response_pruned_at = now
         }
-        let done = query.execute(&self.pool);
+        let done = query.fetch_one(&self.pool);
         let done = self
             .bounded(async { done.await.map_err(interpret) })
             .await?;
-        Ok(done.rows_affected())
+        let count: i64 = sqlx::Row::try_get(&done, 0).map_err(interpret)?;
+        Ok(u64::try_from(count).unwrap_or(0))
     }
 
     /// The advisory lock on a new session, or `None` if another session holds it.

@@ -21,7 +21,7 @@
 //! again.
 
 use super::arrays::Col::{self, *};
-use super::clock;
+use super::{clock, counted, size};
 use crate::store::row::columns;
 use crate::store::write::RowWrite;
 use std::sync::LazyLock;
@@ -82,6 +82,23 @@ keyed AS MATERIALIZED (
     };
 }
 
+/// Each insert made: one receipt and its bytes.
+macro_rules! ins_counted {
+    () => {
+        "
+        SELECT ins.tenant_id, 1, ins.bytes FROM ins"
+    };
+}
+
+/// Each update made: the bytes it added (or freed).
+macro_rules! upd_counted {
+    () => {
+        "
+        SELECT i.i_tenant, 0, upd.bytes - l.old_bytes
+        FROM upd JOIN i ON i.idx = upd.idx JOIN locked l ON l.idx = upd.idx"
+    };
+}
+
 /// The inserts, after every lock of the batch (`t`): those already late are not made
 /// (`late_ins`); the rest go in primary-key order, with the clock read after the locks, so
 /// a new lease runs from when the row is written; a row that exists (or appears meanwhile)
@@ -91,7 +108,8 @@ keyed AS MATERIALIZED (
 /// as the table grew.)
 macro_rules! inserts {
     () => {
-        "
+        concat!(
+            "
 late_ins AS MATERIALIZED (
     SELECT i.idx FROM i, c, t
     WHERE i.ins AND t.wall > LEAST(c.started + i.due_in * interval '1 microsecond', i.due_db)
@@ -109,8 +127,11 @@ ins AS (
     FROM i, t
     WHERE i.ins AND i.idx NOT IN (SELECT idx FROM late_ins)
     ON CONFLICT (tenant_id, namespace, key) DO NOTHING
-    RETURNING tenant_id, namespace, key
+    RETURNING tenant_id, namespace, key, ",
+            size!("receipts"),
+            " AS bytes
 ),"
+        )
     };
 }
 
@@ -136,8 +157,10 @@ macro_rules! locked {
         concat!(
             "
 locked AS MATERIALIZED (
-    SELECT i.idx FROM i CROSS JOIN LATERAL (
-        SELECT 1 FROM receipts r
+    SELECT i.idx, l.old_bytes FROM i CROSS JOIN LATERAL (
+        SELECT ",
+            size!("r"),
+            " AS old_bytes FROM receipts r
         WHERE r.tenant_id = i.i_tenant AND r.namespace = i.i_ns AND r.key = i.i_key
           AND r.life_id IS NOT DISTINCT FROM i.life
           AND r.claim_token IS NOT DISTINCT FROM i.v_token AND r.state = i.v_state
@@ -161,7 +184,8 @@ locked AS MATERIALIZED (
 /// not yet due.
 macro_rules! upd {
     () => {
-        "
+        concat!(
+            "
 upd AS (
     UPDATE receipts r SET
         state = i.n_state, attempt = i.n_attempt, free_attempts = i.n_free, claim_token = i.n_token,
@@ -179,8 +203,11 @@ upd AS (
       AND i.idx IN (SELECT idx FROM locked)
       AND (i.due_in IS NULL
            OR t.wall <= LEAST(c.started + i.due_in * interval '1 microsecond', i.due_db))
-    RETURNING i.idx, t.now
+    RETURNING i.idx, t.now, ",
+            size!("r"),
+            " AS bytes
 ),"
+        )
     };
 }
 
@@ -297,7 +324,12 @@ done AS (",
     UNION ALL",
             updated!(),
             "
-)",
+),",
+            counted!(concat!(
+                ins_counted!(),
+                "\n        UNION ALL",
+                upd_counted!()
+            )),
             answers!()
         ),
     cols: WRITE_COLS,
@@ -314,7 +346,8 @@ pub(super) static INSERT_MANY: LazyLock<Statement> = LazyLock::new(|| Statement 
 done AS (",
             inserted!(),
             "
-)",
+),",
+            counted!(ins_counted!()),
             answers!()
         ),
     cols: INSERT_COLS,
@@ -331,7 +364,8 @@ pub(super) static UPDATE_MANY: LazyLock<Statement> = LazyLock::new(|| Statement 
 done AS (",
             updated!(),
             "
-)",
+),",
+            counted!(upd_counted!()),
             answers!()
         ),
     cols: UPDATE_COLS,

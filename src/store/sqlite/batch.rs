@@ -10,13 +10,16 @@
 use super::many::{self, Ladder, Planned};
 use super::rows::{fetch, row};
 use super::{SqliteDriver, interpret};
+use crate::domain::StorageRefusal;
 use crate::domain::{ReceiptKey, Timestamp};
 use crate::store::StoreError;
 use crate::store::driver::Row;
 use crate::store::row::columns;
+use crate::store::usage;
 use crate::store::write::{RowWrite, WriteOutcome};
 use sqlx::sqlite::SqliteArguments;
 use sqlx::{Arguments, Row as _};
+use std::collections::HashMap;
 use std::sync::OnceLock;
 use tokio::time::Instant;
 
@@ -101,15 +104,19 @@ impl SqliteDriver {
             .await
             .map_err(interpret)?;
         let (had, now) = (Instant::now(), self.clock.now());
+        // The write lock is this batch's alone: the tenants' figures cannot move under it.
+        let refused = refusals(&mut tx, writes).await?;
         let made: Vec<usize> = (0..writes.len())
-            .filter(|&i| writes[i].due.is_none_or(|due| had < due))
+            .filter(|&i| refused[i].is_none() && writes[i].due.is_none_or(|due| had < due))
             .collect();
         let planned: Vec<Planned> = made
             .iter()
             .map(|&i| (&writes[i], writes[i].written(now)))
             .collect();
         let written = many::write(&mut tx, &planned).await.map_err(interpret)?;
-        let mut outcomes: Vec<WriteOutcome> = writes.iter().map(|_| WriteOutcome::Late).collect();
+        let mut outcomes: Vec<WriteOutcome> = (refused.into_iter())
+            .map(|r| r.map_or(WriteOutcome::Late, WriteOutcome::OverQuota))
+            .collect();
         for (&i, written) in made.iter().zip(written) {
             outcomes[i] = match written {
                 true => WriteOutcome::Written(now),
@@ -122,4 +129,31 @@ impl SqliteDriver {
         tx.commit().await.map_err(interpret)?;
         Ok(outcomes)
     }
+}
+
+/// The figures of the tenants whose writes are checked against a storage limit.
+const USAGE: &str =
+    "SELECT receipts, stored_bytes FROM tenant_usage WHERE tenant_id = ? AND slot = 0";
+
+/// Which of `writes` would take their tenant over a storage limit (`usage::admit`), on the
+/// figures as `tx` (holding the write lock) reads them.
+async fn refusals(
+    tx: &mut sqlx::SqliteConnection,
+    writes: &[RowWrite],
+) -> Result<Vec<Option<StorageRefusal>>, StoreError> {
+    let all: Vec<&RowWrite> = writes.iter().collect();
+    let tenants = usage::tenants(&all);
+    if tenants.is_empty() {
+        return Ok(writes.iter().map(|_| None).collect());
+    }
+    let mut figures = HashMap::new();
+    for tenant in tenants {
+        let found: Option<(i64, i64)> = sqlx::query_as(USAGE)
+            .bind(&tenant)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(interpret)?;
+        figures.insert(tenant, found.unwrap_or((0, 0)));
+    }
+    Ok(usage::admit(&all, &figures))
 }

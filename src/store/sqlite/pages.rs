@@ -207,6 +207,17 @@ impl Pages for SqliteDriver {
 
 #[async_trait]
 impl Gauges for SqliteDriver {
+    async fn tenant_usage(&self, tenant: &str) -> Result<(i64, i64), StoreError> {
+        sqlx::query_as(
+            "SELECT COALESCE(sum(receipts), 0), COALESCE(sum(stored_bytes), 0)
+             FROM tenant_usage WHERE tenant_id = ?",
+        )
+        .bind(tenant)
+        .fetch_one(&self.reader)
+        .await
+        .map_err(interpret)
+    }
+
     async fn namespace_counts(&self, tenant: &str) -> Result<Vec<NamespaceCounts>, StoreError> {
         let rows: Vec<(String, i64, i64, i64, i64, i64)> = sqlx::query_as(BY_NAMESPACE)
             .bind(tenant)

@@ -5,12 +5,13 @@
 use super::page::{addr, console_app, get, sign_in, text};
 use crate::common::app::Backend;
 use crate::common::receipt_ops::claim_request;
-use claimd::domain::{Quota, Rate};
+use claimd::domain::{Quota, Rate, Storage};
 use tonic::Request;
 
 conformance!(
     the_overview_shows_a_tenants_quotas_and_the_tokens_its_calls_left,
     a_tenant_without_quotas_sees_no_quota_table,
+    the_overview_shows_the_receipts_and_stored_bytes_the_store_counts_against_their_limits,
 );
 
 /// One token per thousand seconds: nothing refills while the test runs.
@@ -22,6 +23,7 @@ fn acme_quota() -> Quota {
         burst: Some(5),
         writes_per_second: Rate::new(3.0),
         max_waiting: Some(7),
+        ..Quota::default()
     }
 }
 
@@ -90,5 +92,55 @@ async fn a_tenant_without_quotas_sees_no_quota_table(backend: Backend) {
     assert!(page.contains("id=\"live\""), "the overview: {page}");
     assert!(!page.contains("id=\"quotas\""), "{page}");
     assert!(!page.contains("tokens left"), "{page}");
+    app.shutdown().await;
+}
+
+async fn the_overview_shows_the_receipts_and_stored_bytes_the_store_counts_against_their_limits(
+    backend: Backend,
+) {
+    let storage = Quota {
+        storage: Storage {
+            max_receipts: Some(40),
+            max_stored_bytes: Some(9000),
+        },
+        ..Quota::default()
+    };
+    let app = console_app(backend, move |c| {
+        c.policies.quotas.tenants.insert("acme".into(), storage);
+    })
+    .await;
+    let (_, key) = app.create_key("acme", None).await;
+    let console = addr(&app);
+    let session = sign_in(console, &key).await;
+    let before = text(&get(console, "/", Some(&session)).await);
+    let receipts = row(&before, "max_receipts");
+    assert!(
+        receipts.contains("40 receipts") && receipts.contains("0 kept"),
+        "{receipts}"
+    );
+    assert!(
+        row(&before, "max_stored_bytes").contains("0 bytes kept"),
+        "{before}"
+    );
+
+    let mut client = app.new_client().await;
+    for n in 0..3 {
+        let mut request = Request::new(claim_request(&format!("Ev{n}"), b"fp"));
+        request.get_mut().recovery_payload = vec![1; 100];
+        let bearer = format!("Bearer {key}").parse().expect("ASCII key");
+        request.metadata_mut().insert("authorization", bearer);
+        client.claim(request).await.expect("within the limits");
+    }
+    let after = text(&get(console, "/", Some(&session)).await);
+    assert!(row(&after, "max_receipts").contains("3 kept"), "{after}");
+    let bytes = row(&after, "max_stored_bytes");
+    let kept: i64 = bytes
+        .split(" bytes kept")
+        .next()
+        .and_then(|b| b.rsplit('>').next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("a byte count in {bytes}"));
+    // Three sealed payloads of 100 bytes, each with what sealing adds.
+    assert!((300..1000).contains(&kept), "{bytes}");
     app.shutdown().await;
 }

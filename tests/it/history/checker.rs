@@ -3,7 +3,8 @@
 //! happened; a call with an `Unknown` outcome may or may not have taken effect, so it can
 //! explain a state (a response stored by a Complete whose answer was lost) but is never
 //! required to — except that a call cut short at a deadline it told claimd can explain
-//! only what committed by that deadline (`errors.rs`). Leases are checked against when
+//! only what committed by that deadline (`errors.rs`). A call refused RESOURCE_EXHAUSTED
+//! did nothing, and its effect is looked for (`refusals.rs`). Leases are checked against when
 //! their answers arrived (`leases.rs`), tokens against how often they settled (`tokens.rs`).
 //!
 //! Real-time order: `a` precedes `b` when `a` was answered before `b` was sent. Every rule
@@ -13,6 +14,7 @@
 mod errors;
 mod evidence;
 mod leases;
+mod refusals;
 mod tokens;
 mod verdict;
 
@@ -68,6 +70,7 @@ pub fn check(history: &[Op], finals: &HashMap<String, Final>) -> Verdict {
         completed_stays_completed(key, &ops, v);
         survives(key, &ops, finals.get(key), v);
         errors::nothing_changed(key, &ops, finals.get(key), v);
+        refusals::refusals_change_nothing(key, &ops, finals.get(key), v);
         leases::leases_outlast_answers(key, &ops, v);
         let found = v.len() > before;
         if found && verdict.evidence.len() < EVIDENCE_KEYS {

@@ -69,7 +69,9 @@ pub enum Outcome {
         updated_at: Option<Micros>,
     },
     /// A definite refusal: nothing was written (ABORTED, FAILED_PRECONDITION, NOT_FOUND,
-    /// INVALID_ARGUMENT…). A Get refused NOT_FOUND saw no receipt.
+    /// INVALID_ARGUMENT, RESOURCE_EXHAUSTED…). A Get refused NOT_FOUND saw no receipt. A
+    /// refusal explains no state; one RESOURCE_EXHAUSTED (a quota, refused before the store)
+    /// is also searched for its effect (`checker/refusals.rs`).
     Refused(Code),
     /// No answer, or one that does not say whether the call took effect (UNAVAILABLE,
     /// DEADLINE_EXCEEDED, CANCELLED, a broken connection): it may or may not have happened.
@@ -163,6 +165,8 @@ impl Recorder {
 }
 
 /// How a gRPC status counts in a history: a definite refusal or "may have happened".
+/// RESOURCE_EXHAUSTED is a definite refusal: every one claimd answers (a tenant quota, the
+/// request-size limit, the per-source limits) comes before the store, unlike UNAVAILABLE.
 pub fn outcome_of(status: &tonic::Status) -> Outcome {
     match status.code() {
         Code::Aborted

@@ -8,8 +8,9 @@
 //! someone took over. Every call has its own deadline; a call that fails for a reason that
 //! does not say whether it happened is recorded as `Unknown` and the caller carries on.
 //! Optionally (`Workload`): short deadlines told to claimd, random leases, Claims that
-//! `wait`, holders that send a settling call twice at once, and a Get after every call cut
-//! short at its deadline (`caller.rs`).
+//! `wait`, holders that send a settling call twice at once, a Get after every call cut
+//! short at its deadline (`caller.rs`), and, against a claimd whose quotas refuse calls, a
+//! Get after every refused call and holders that send a refused call again.
 
 mod caller;
 
@@ -76,7 +77,19 @@ pub struct Workload {
     /// The API key every call sends (`authorization: Bearer …`), for a claimd that has keys
     /// (the deployment test's); `None` sends none.
     pub api_key: Option<String>,
+    /// For a claimd whose quotas refuse calls (docs/DESIGN.md §5.15): every Claim and holder
+    /// call refused RESOURCE_EXHAUSTED is followed at once by a Get of its key (recorded:
+    /// the checker looks there for the refused call's effect), and a holder sends a refused
+    /// call again after a pause, up to [`REFUSED_TRIES`] times in all, as a client honouring
+    /// the RetryInfo does.
+    pub quota_refusals: bool,
+    /// How often (in percent) a holder quarantines, besides the usual 4 % of holders that
+    /// do (a row that needs Quarantines refused and served asks for more).
+    pub quarantines: u32,
 }
+
+/// How many times a holder sends a call its quota refuses, at most (`quota_refusals`).
+pub const REFUSED_TRIES: u32 = 5;
 
 impl Default for Workload {
     fn default() -> Workload {
@@ -99,6 +112,8 @@ impl Default for Workload {
             claim_wait: None,
             clock_offset: 0,
             api_key: None,
+            quota_refusals: false,
+            quarantines: 0,
         }
     }
 }
@@ -154,10 +169,13 @@ pub async fn run(workload: &Workload, replicas: &[SocketAddr], stop: Arc<AtomicB
                     .position(|(at, ..)| at.elapsed() > lease_max)
                 {
                     let (_, key, token) = abandoned.swap_remove(i);
-                    caller.call(&key, Call::Complete, Some(&token)).await;
+                    hold(&caller, &w, &key, Call::Complete, Some(&token)).await;
                     continue;
                 }
                 let outcome = caller.call(&key, Call::Claim, None).await;
+                if w.quota_refusals && outcome == REFUSED {
+                    caller.call(&key, Call::Get, None).await;
+                }
                 let Outcome::Ok {
                     decision: Some(Decision::Claimed),
                     token: Some(token),
@@ -183,7 +201,7 @@ pub async fn run(workload: &Workload, replicas: &[SocketAddr], stop: Arc<AtomicB
                 }
                 let t = Some(token.as_str());
                 if rand::rng().random_range(0..100) < w.beats {
-                    caller.call(&key, Call::Heartbeat, t).await;
+                    hold(&caller, &w, &key, Call::Heartbeat, t).await;
                 }
                 if rand::rng().random_range(0..100) < w.twin_settles {
                     let again = match rand::rng().random_bool(0.5) {
@@ -197,15 +215,19 @@ pub async fn run(workload: &Workload, replicas: &[SocketAddr], stop: Arc<AtomicB
                     drop(both.await);
                     continue;
                 }
+                if rand::rng().random_range(0..100) < w.quarantines {
+                    hold(&caller, &w, &key, Call::Quarantine, t).await;
+                    continue;
+                }
                 let roll = rand::rng().random_range(0..86);
                 match roll {
-                    0..60 => drop(caller.call(&key, Call::Complete, t).await),
+                    0..60 => drop(hold(&caller, &w, &key, Call::Complete, t).await),
                     60..70 => {
-                        caller.call(&key, Call::Heartbeat, t).await;
-                        caller.call(&key, Call::Complete, t).await;
+                        hold(&caller, &w, &key, Call::Heartbeat, t).await;
+                        hold(&caller, &w, &key, Call::Complete, t).await;
                     }
-                    70..82 => drop(caller.call(&key, Call::Retry, t).await),
-                    _ => drop(caller.call(&key, Call::Quarantine, t).await),
+                    70..82 => drop(hold(&caller, &w, &key, Call::Retry, t).await),
+                    _ => drop(hold(&caller, &w, &key, Call::Quarantine, t).await),
                 }
             }
         })
@@ -220,6 +242,35 @@ pub async fn run(workload: &Workload, replicas: &[SocketAddr], stop: Arc<AtomicB
         read.expect("a read after an error ran to its end");
     }
     history.ops()
+}
+
+/// What a quota refusal is recorded as.
+const REFUSED: Outcome = Outcome::Refused(tonic::Code::ResourceExhausted);
+
+/// A holder call. With `quota_refusals`, a call refused RESOURCE_EXHAUSTED is followed by a
+/// Get of its key and sent again after 20–150 ms, up to [`REFUSED_TRIES`] times in all;
+/// the last outcome.
+async fn hold(
+    caller: &Caller,
+    w: &Workload,
+    key: &str,
+    call: Call,
+    token: Option<&str>,
+) -> Outcome {
+    let mut tries = 0;
+    loop {
+        let outcome = caller.call(key, call, token).await;
+        tries += 1;
+        if !w.quota_refusals || outcome != REFUSED {
+            return outcome;
+        }
+        caller.call(key, Call::Get, None).await;
+        if tries == REFUSED_TRIES {
+            return outcome;
+        }
+        let pause = rand::rng().random_range(20..=150);
+        tokio::time::sleep(Duration::from_millis(pause)).await;
+    }
 }
 
 /// Reads every key of `history` through `addr`, retrying for up to `patience` while the

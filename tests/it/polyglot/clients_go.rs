@@ -159,6 +159,11 @@ const REQUIRED: &[&str] = &[
     "TestWithRouterUseARequestWithoutAKeyIs400",
     "TestWithRouterUseAnUnreachableClaimdIs503AndTheHandlerDoesNotRun",
     "TestTheRoutersAreDependenciesOfTheTestsOnly",
+    // Issue 43: the typed quota error, and a RESOURCE_EXHAUSTED that is no quota (a request
+    // over the real claimd's size limit) staying the plain error.
+    "TestAClaimOverTheTenantQuotaIsAQuotaErrorWithTheQuotaAndAPositiveRetryDelay",
+    "TestAResourceExhaustedWithoutQuotaDetailsIsAPlainError",
+    "TestARequestOverClaimdsSizeLimitIsAPlainResourceExhaustedErrorNotAQuotaError",
 ];
 
 #[tokio::test]

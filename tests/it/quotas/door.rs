@@ -67,4 +67,33 @@ async fn over_its_quota_a_tenant_gets_429_with_retry_after_through_the_http_door
     app.shutdown().await;
 }
 
-conformance!(over_its_quota_a_tenant_gets_429_with_retry_after_through_the_http_door);
+async fn over_its_max_receipts_a_tenant_gets_429_through_the_http_door_and_nothing_is_written(
+    backend: Backend,
+) {
+    let quota = claimd::domain::Quota {
+        storage: claimd::domain::Storage {
+            max_receipts: Some(1),
+            max_stored_bytes: None,
+        },
+        ..claimd::domain::Quota::default()
+    };
+    let (app, keys) = spawn(backend, quota_for("acme", quota), &["acme"]).await;
+    assert_eq!(claim(app.addr, "Ev1", &keys[0]).await.status, 200);
+    let refused = claim(app.addr, "Ev2", &keys[0]).await;
+    assert_eq!(refused.status, 429, "{refused:?}");
+    assert_eq!(refused.code(), "resource_exhausted");
+    let retry_after = (refused.headers.iter())
+        .find(|(name, _)| name == "retry-after")
+        .map(|(_, value)| value.as_str());
+    assert_eq!(retry_after, Some("60"), "{refused:?}");
+    let error = refused.json();
+    let violation = &error["details"][1]["debug"]["violations"][0];
+    assert_eq!(violation["subject"], "max_receipts", "{error}");
+    assert_eq!(app.receipt_rows().await, 1);
+    app.shutdown().await;
+}
+
+conformance!(
+    over_its_quota_a_tenant_gets_429_with_retry_after_through_the_http_door,
+    over_its_max_receipts_a_tenant_gets_429_through_the_http_door_and_nothing_is_written,
+);

@@ -5,7 +5,7 @@
 //! prune (or the next tenant to reseal), and each tenant's rows are pruned (or locked and
 //! read) by the same statement narrowed to that tenant, which Citus routes to its shard.
 
-use super::super::prune::{DELETE, STRIP};
+use super::super::prune::{DELETE_ROWS as DELETE, STRIP_ROWS as STRIP};
 use super::super::{PgDriver, clock, interpret, micros};
 use crate::store::reseal::ResealRow;
 use crate::store::{PruneScope, PruneStep, ResealCursor, StoreError};

@@ -21,7 +21,7 @@
 //! [`Stamp::resolve`]: crate::store::write::Stamp::resolve
 
 use super::super::arrays::Col;
-use super::super::clock;
+use super::super::{clock, size};
 use super::{Statement, WRITE_COLS, head};
 use crate::store::row::columns;
 use std::sync::LazyLock;

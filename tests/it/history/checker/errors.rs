@@ -165,8 +165,25 @@ pub(super) fn nothing_changed(key: &str, ops: &[&Op], last: Option<&Final>, v: &
         if owner[i].is_none() {
             let mut line = describe(key, *n, &windows[i], &candidates);
             line += &suspect(&windows[i], ops);
+            line += &refused_claims(&windows[i], ops);
             v.push(line);
         }
+    }
+}
+
+/// The Claims refused RESOURCE_EXHAUSTED that were sent while the attempt can have been
+/// written: a refusal writes nothing (`refusals.rs`), so none of them owns it, but one that
+/// did write would leave exactly this.
+fn refused_claims(w: &Window, ops: &[&Op]) -> String {
+    let refused = ops
+        .iter()
+        .filter(|o| o.call == Call::Claim && super::refusals::refused(o))
+        .filter(|o| w.before.is_none_or(|b| o.start < b))
+        .filter(|o| w.after.is_none_or(|a| o.end > a.start))
+        .count();
+    match refused {
+        0 => String::new(),
+        n => format!("; {n} Claim(s) refused RESOURCE_EXHAUSTED were sent meanwhile"),
     }
 }
 

@@ -1,9 +1,10 @@
 //! The checker against hand-made histories: a valid one passes, and each broken invariant
 //! is reported by its rule (so a checker that always passes would fail here). The rules
-//! of errors, leases and settling tokens have theirs in `tests/`.
+//! of errors, leases, refusals and settling tokens have theirs in `tests/`.
 
 mod errors;
 mod leases;
+mod refusals;
 
 use super::check;
 use crate::history::{Call, Final, Micros, Op, Outcome};
