@@ -85,6 +85,7 @@ impl From<StoreError> for Status {
             }
             StoreError::DeadlinePassed => Status::from(DeadlinePassed),
             StoreError::OverQuota(refusal) => Status::from(QuotaRefusal::from(refusal)),
+            StoreError::Unsupported(what) => Status::failed_precondition(what),
             StoreError::Contended => {
                 telemetry::store_error(&e);
                 Status::unavailable(

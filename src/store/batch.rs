@@ -82,6 +82,9 @@ pub struct Batcher {
     recent: Arc<Recent>,
     lanes: usize,
     size: usize,
+    /// Every batch holds the jobs of one tenant (on Citus, where a statement must stay on
+    /// one tenant's shard: docs/DESIGN.md §4.6).
+    one_tenant: bool,
     /// A test's fault: the next batch's lane waits for this to fire, then panics if it
     /// says so (`tests`).
     #[cfg(test)]
@@ -96,9 +99,17 @@ impl Batcher {
             recent: Arc::default(),
             lanes: options.lanes.unwrap_or(default_lanes).max(1),
             size: options.size.max(1),
+            one_tenant: false,
             #[cfg(test)]
             fault: Arc::default(),
         }
+    }
+
+    /// This queue, with every batch holding the jobs of one tenant only: the first queued
+    /// job's tenant, and that tenant's jobs queued behind it, in arrival order.
+    pub fn one_tenant_per_batch(mut self) -> Batcher {
+        self.one_tenant = true;
+        self
     }
 
     fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
@@ -221,7 +232,11 @@ impl Batcher {
                     return;
                 }
                 queue.lanes[slot] = Some(Instant::now());
-                take(&mut queue.waiting, lane.batcher.size)
+                take(
+                    &mut queue.waiting,
+                    lane.batcher.size,
+                    lane.batcher.one_tenant,
+                )
             };
             #[cfg(test)]
             lane.batcher.fault().await;
@@ -341,10 +356,27 @@ fn batch_span<D: Driver>(driver: &D, batch: &mut [Job]) -> tracing::Span {
 
 /// Up to `size` queued jobs, in arrival order. Several may be on one row (the duplicates
 /// of a hot key): they share the batch's read, and `rounds` writes a row once per
-/// statement, deciding a later job on the row as that write leaves it.
-fn take(waiting: &mut VecDeque<Job>, size: usize) -> Vec<Job> {
-    let n = size.min(waiting.len());
-    waiting.drain(..n).collect()
+/// statement, deciding a later job on the row as that write leaves it. With `one_tenant`,
+/// only the first job's tenant's: the others keep their places in the queue.
+fn take(waiting: &mut VecDeque<Job>, size: usize, one_tenant: bool) -> Vec<Job> {
+    let Some(tenant) = one_tenant
+        .then(|| waiting.front().map(|j| j.tenant.clone()))
+        .flatten()
+    else {
+        let n = size.min(waiting.len());
+        return waiting.drain(..n).collect();
+    };
+    let mut batch = Vec::new();
+    let mut rest = VecDeque::with_capacity(waiting.len());
+    for job in waiting.drain(..) {
+        if batch.len() < size && job.tenant == tenant {
+            batch.push(job);
+        } else {
+            rest.push_back(job);
+        }
+    }
+    *waiting = rest;
+    batch
 }
 
 #[cfg(test)]

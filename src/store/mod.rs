@@ -22,7 +22,7 @@ mod row;
 mod sealed;
 pub mod settles;
 pub mod sqlite;
-mod usage;
+pub(crate) mod usage;
 mod write;
 
 pub use batch::BatchOptions;
@@ -107,6 +107,10 @@ pub enum StoreError {
     /// `max_stored_bytes`): nothing was written.
     #[error(transparent)]
     OverQuota(#[from] crate::domain::StorageRefusal),
+    /// The store cannot do what the configuration asks of it (storage quotas on Citus):
+    /// nothing was written.
+    #[error("{0}")]
+    Unsupported(&'static str),
     /// A sealed field did not verify (tampered, moved, or under a key not configured):
     /// DATA_LOSS, and never the plaintext.
     #[error("a sealed field failed authentication")]
@@ -368,6 +372,7 @@ impl StoreError {
             | StoreError::Unsure(_) => "unavailable",
             StoreError::Contended => "contended",
             StoreError::OverQuota(_) => "over_quota",
+            StoreError::Unsupported(_) => "unsupported",
             StoreError::LateLease(_) => "late_lease",
             StoreError::DeadlinePassed => "deadline",
             StoreError::Sealed(_) => "sealed",

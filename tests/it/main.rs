@@ -15,6 +15,7 @@ mod auth_flood;
 mod batch_lock_waits;
 mod bench;
 mod bench_soak;
+mod citus;
 mod cli;
 mod client_guard;
 mod concurrency;

@@ -202,7 +202,24 @@ async fn a_caller_that_goes_away_while_its_task_runs_a_lane_leaves_the_batch_of_
 fn a_batch_takes_jobs_in_arrival_order_duplicates_of_a_row_too_and_leaves_the_rest_queued() {
     let mut waiting: VecDeque<Job> =
         [job("a", "1"), job("a", "1"), job("b", "1"), job("a", "2")].into();
-    let batch = take(&mut waiting, 3);
+    let batch = take(&mut waiting, 3, false);
     assert_eq!(names(&batch), ["a/1", "a/1", "b/1"]);
     assert_eq!(names(&waiting.drain(..).collect::<Vec<_>>()), ["a/2"]);
+}
+
+#[test]
+fn a_batch_of_one_tenant_takes_the_first_jobs_tenant_only_and_leaves_the_others_in_order() {
+    let mut waiting: VecDeque<Job> = [
+        job("a", "1"),
+        job("b", "1"),
+        job("a", "2"),
+        job("c", "1"),
+        job("a", "3"),
+        job("a", "4"),
+    ]
+    .into();
+    let batch = take(&mut waiting, 3, true);
+    assert_eq!(names(&batch), ["a/1", "a/2", "a/3"]);
+    let rest = waiting.drain(..).collect::<Vec<_>>();
+    assert_eq!(names(&rest), ["b/1", "c/1", "a/4"]);
 }

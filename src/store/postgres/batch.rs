@@ -57,7 +57,7 @@ fn row_key(w: &RowWrite) -> (&str, &str, &str) {
 }
 
 /// The row of a `found` result, or none.
-fn found(row: &sqlx::postgres::PgRow) -> Result<Option<Row>, StoreError> {
+pub(super) fn found(row: &sqlx::postgres::PgRow) -> Result<Option<Row>, StoreError> {
     match row.try_get::<bool, _>("found").map_err(interpret)? {
         true => super::rows::row(row).map(Some),
         false => Ok(None),

@@ -12,6 +12,7 @@
 
 mod arrays;
 mod batch;
+mod citus;
 mod gap;
 mod keys;
 mod listen;
@@ -156,6 +157,9 @@ pub struct PgDriver {
     _listener: Arc<listen::Listener>,
     /// When the server was last found read-only: older connections are dropped.
     read_only: Arc<read_only::Seen>,
+    /// The database is a Citus coordinator (the `citus` extension is installed): every
+    /// statement on `receipts` names one tenant (`citus.rs`).
+    citus: bool,
 }
 
 impl PgDriver {
@@ -170,19 +174,28 @@ impl PgDriver {
         // startup `options`, which PgBouncer refuses (or, told to ignore them, drops).
         // The write statements notify only while the notification queue is emptier than
         // `--notify-queue-max-usage` (`listen::queue`), read from the session like these.
+        // On Citus, custom plans instead: it routes a statement to a shard only with the
+        // tenant's value in hand (`citus.rs`).
+        let connect = PgConnectOptions::from_str(url).map_err(interpret)?;
+        let bound = options.acquire_timeout + NO_ANSWER_GRACE;
+        let checked = async {
+            own_sessions(&connect).await?;
+            citus::detect(&connect).await
+        };
+        let citus = match tokio::time::timeout(bound, checked).await {
+            Ok(checked) => checked?,
+            Err(_) => return Err(no_answer()),
+        };
+        let plans = match citus {
+            true => citus::PLANS,
+            false => "SET plan_cache_mode = force_generic_plan",
+        };
         let timeout_ms = options.acquire_timeout.as_millis().max(1);
         let session = format!(
-            "SET statement_timeout = {timeout_ms}; SET plan_cache_mode = force_generic_plan; \
-             SET {} = '{}'",
+            "SET statement_timeout = {timeout_ms}; {plans}; SET {} = '{}'",
             listen::USAGE_SETTING,
             options.notify.max_usage
         );
-        let connect = PgConnectOptions::from_str(url).map_err(interpret)?;
-        let bound = options.acquire_timeout + NO_ANSWER_GRACE;
-        match tokio::time::timeout(bound, own_sessions(&connect)).await {
-            Ok(checked) => checked?,
-            Err(_) => return Err(no_answer()),
-        }
         let read_only = Arc::new(read_only::Seen::default());
         let seen = read_only.clone();
         let pool = PgPoolOptions::new()
@@ -220,8 +233,12 @@ impl PgDriver {
             bound: options.acquire_timeout + NO_ANSWER_GRACE,
             clock: options.clock.clone(),
             seal: options.seal.clone(),
-            batcher: Batcher::new(options.batch, DEFAULT_LANES),
+            batcher: match citus {
+                true => Batcher::new(options.batch, DEFAULT_LANES).one_tenant_per_batch(),
+                false => Batcher::new(options.batch, DEFAULT_LANES),
+            },
             read_only,
+            citus,
             gap: gap::ClockGap::new(),
             settles,
             queue,
@@ -336,15 +353,18 @@ fn interpret(e: sqlx::Error) -> StoreError {
         | sqlx::Error::WorkerCrashed => true,
         // 08: connection exception, 53: insufficient resources, 57P: operator intervention
         // (shutdown, crash, cannot connect now), 57014: statement_timeout cancelled a statement
-        // stuck behind a lock, 40001/40P01: retryable serialization failures.
-        sqlx::Error::Database(db) => db.code().is_some_and(|c| {
-            c.starts_with("08")
-                || c.starts_with("53")
-                || c.starts_with("57P")
-                || c == "57014"
-                || c == "40001"
-                || c == "40P01"
-        }),
+        // stuck behind a lock, 40001/40P01: retryable serialization failures; and Citus
+        // reporting a worker it cannot reach as XX000 (`citus::unreachable`).
+        sqlx::Error::Database(db) => {
+            db.code().is_some_and(|c| {
+                c.starts_with("08")
+                    || c.starts_with("53")
+                    || c.starts_with("57P")
+                    || c == "57014"
+                    || c == "40001"
+                    || c == "40P01"
+            }) || citus::unreachable(db.as_ref())
+        }
         _ => false,
     };
     if unavailable {
@@ -378,6 +398,14 @@ impl Lifecycle for PgDriver {
         sqlx::migrate!("./migrations/postgres")
             .run(&self.pool)
             .await?;
+        if self.citus {
+            for &statement in citus::DISTRIBUTE {
+                sqlx::raw_sql(statement)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(interpret)?;
+            }
+        }
         Ok(())
     }
 }

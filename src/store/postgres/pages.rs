@@ -112,6 +112,19 @@ const ORPHANS: &str = concat!(
 );
 
 /// Quarantines the row only if nobody changed it since it was read.
+/// [`QUARANTINE`] without its count, for Citus (as `rows.rs`'s `WRITE_SEALED_ROWS`).
+const QUARANTINE_ROWS: &str = concat!(
+    "UPDATE receipts SET state = 'quarantined', last_error = $4,
+    claim_token = NULL, lease_expires_at = NULL, next_attempt_at = NULL,
+    updated_at = ",
+    clock!("$5", "$6"),
+    "
+    WHERE tenant_id = $1 AND namespace = $2 AND key = $3 AND state = $7 AND attempt = $8
+      AND claim_token IS NOT DISTINCT FROM $9
+      AND last_error IS NOT DISTINCT FROM $10 AND checkpoint IS NOT DISTINCT FROM $11
+      AND response IS NOT DISTINCT FROM $12 AND recovery_payload IS NOT DISTINCT FROM $13"
+);
+
 const QUARANTINE: &str = concat!(
     "WITH q AS (
     UPDATE receipts SET state = 'quarantined', last_error = $4,
@@ -200,7 +213,12 @@ impl Pages for PgDriver {
         blobs: &StoredBlobs,
         error: &[u8],
     ) -> Result<(), StoreError> {
-        let done = sqlx::query(QUARANTINE)
+        let sql = if self.citus {
+            QUARANTINE_ROWS
+        } else {
+            QUARANTINE
+        };
+        let done = sqlx::query(sql)
             .bind(tenant)
             .bind(&receipt.id.namespace)
             .bind(&receipt.id.key)

@@ -182,7 +182,7 @@ locked AS MATERIALIZED (
 
 /// The updates, after every lock of the batch (`t`), each written only if its answer is
 /// not yet due.
-macro_rules! updates {
+macro_rules! upd {
     () => {
         concat!(
             "
@@ -206,7 +206,18 @@ upd AS (
     RETURNING i.idx, t.now, ",
             size!("r"),
             " AS bytes
-),
+),"
+        )
+    };
+}
+
+/// The updates, and the notification that wakes the Claims waiting on the receipts they
+/// settle.
+macro_rules! updates {
+    () => {
+        concat!(
+            upd!(),
+            "
 woken AS (
     SELECT pg_notify('claimd_settled', string_agg(w.n_wake, ',')) FROM (
         SELECT i.n_wake, (row_number() OVER ()) / 400 AS part
@@ -369,3 +380,6 @@ pub(super) fn statement(writes: &[&RowWrite]) -> &'static Statement {
         _ => &WRITE_MANY,
     }
 }
+
+mod citus;
+pub(super) use citus::{LOCK_AND_UPDATE, NOTIFY, READ_TENANT, insert};
