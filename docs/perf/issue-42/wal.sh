@@ -1,11 +1,12 @@
 #!/bin/bash
 # wal.sh BINDIR: WAL records per new cycle @64 by relation and record type (pg_walinspect):
 # count, bytes, and bytes without full-page images (those follow a checkpoint, not the write).
-B=$1; DIR=${DIR:-/tmp/claimd-perf}; PORT=${PORT:-5499}
-P="psql -h $DIR -p $PORT -U postgres -d bench -qAt"
+# DB (default bench) is the database claimd and the SQL baseline write to.
+B=$1; DIR=${DIR:-/tmp/claimd-perf}; PORT=${PORT:-5499}; DB=${DB:-bench}
+P="psql -h $DIR -p $PORT -U postgres -d $DB -qAt"
 $P -c "create extension if not exists pg_walinspect" >/dev/null
 S=$($P -c "select pg_current_wal_lsn()")
-"$B/claimd-bench" --database-url "postgres://postgres@localhost:$PORT/bench?host=$DIR" --claimd "$B/claimd" --workload new --callers 64 --rounds 1 --seconds 3 > wal.out 2>&1
+"$B/claimd-bench" --database-url "postgres://postgres@localhost:$PORT/$DB?host=$DIR" --claimd "$B/claimd" --workload new --callers 64 --rounds 1 --seconds 3 > wal.out 2>&1
 E=$($P -c "select pg_current_wal_lsn()")
 # cycles per side: the rows each side inserted
 CL=$($P -c "select count(*) from pg_get_wal_records_info('$S','$E') r join pg_class c on c.relfilenode = (regexp_match(block_ref, 'rel \d+/\d+/(\d+)'))[1]::oid where c.relname='receipts' and record_type like 'INSERT%' and resource_manager='Heap'")
