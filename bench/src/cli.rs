@@ -66,6 +66,11 @@ pub struct Args {
     #[arg(long)]
     pub claimd: Option<PathBuf>,
 
+    /// A policy file (namespace policies, tenant quotas) for the claimd started here, passed
+    /// as its `--config`; every other `CLAIMD_*` variable of this process is withheld from it.
+    #[arg(long, conflicts_with = "target")]
+    pub claimd_config: Option<PathBuf>,
+
     /// Drive an already running claimd at this address (host:port, plaintext, no API key)
     /// instead of starting one; its RSS and CPU are not measured. With --store postgres,
     /// --database-url must be the database it serves.

@@ -103,6 +103,7 @@ async fn run(args: Args) -> anyhow::Result<u64> {
             data_dir: work.path().join("data"),
             log: work.path().join("claimd.log"),
             seal_key: Launch::random_seal_key(),
+            config: args.claimd_config.clone(),
         }),
     };
     eprintln!(

@@ -2,7 +2,7 @@
 //! port> --metrics-listen off --db-pool-size N` and either `--database-url` (PostgreSQL,
 //! payloads sealed under a random key passed in `CLAIMD_SEAL_KEYS`) or `--data-dir` (the
 //! embedded SQLite store, which makes its own seal key), with no other `CLAIMD_*` variable
-//! inherited, its output appended to a log file; ready once health answers SERVING for
+//! inherited (a policy file goes in as `--config`), its output appended to a log file; ready once health answers SERVING for
 //! `claimd.v1.ClaimService`; stopped with SIGTERM (SIGKILL after 30 s; killed on drop, and
 //! sent SIGTERM by the kernel if this process dies first).
 
@@ -36,6 +36,8 @@ pub struct Launch {
     pub log: PathBuf,
     /// The seal key for PostgreSQL (base64), one per run.
     pub seal_key: String,
+    /// The policy file passed as `--config`, if any.
+    pub config: Option<PathBuf>,
 }
 
 impl Launch {
@@ -124,6 +126,9 @@ impl Claimd {
             &pool,
         ];
         let mut cmd = launch.command(&args)?;
+        if let Some(config) = &launch.config {
+            cmd.arg("--config").arg(config);
+        }
         // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
         unsafe {
             cmd.pre_exec(|| {

@@ -225,3 +225,24 @@ async fn a_wrong_answer_makes_the_bench_exit_1() {
         "the wrong answers are printed:\n{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_claimd_the_bench_starts_serves_the_policy_file_named_by_claimd_config() {
+    // The same one-attempt policy as above, handed to the claimd the bench starts itself:
+    // the takeover workload's second attempt is then quarantined, which only that policy
+    // does (every_workload_gets_right_answers_from_claimd_on_sqlite runs it without).
+    let dir = tempfile::tempdir().expect("temp dir");
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "[namespaces.\"bench\"]\nmax_attempts = 1\n").expect("policy");
+    let mut cmd = bench();
+    cmd.args(["--store", "sqlite", "--workload", "takeover"])
+        .arg("--claimd-config")
+        .arg(&policy);
+    let out = output(cmd).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "the policy applied:\n{stderr}");
+    assert!(
+        stderr.contains("Quarantined") && stderr.contains("want Claimed"),
+        "the wrong answers are printed:\n{stderr}"
+    );
+}
