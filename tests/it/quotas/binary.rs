@@ -154,6 +154,42 @@ async fn sighup_puts_a_lowered_quota_in_force_for_the_next_calls() {
     assert!(server.terminate().await.success());
 }
 
+#[tokio::test]
+async fn sighup_puts_a_lowered_receipts_limit_in_force_for_the_next_claim() {
+    let dir = tempfile::tempdir().unwrap();
+    let limit = |n: u32| format!("[tenants.default]\nmax_receipts = {n}\n");
+    let file = write(dir.path(), "claimd.toml", &limit(100));
+    let addr = free_addr();
+    let mut cmd = claimd();
+    cmd.args(["--listen", &addr.to_string(), "--config"])
+        .arg(&file);
+    cmd.arg("--data-dir").arg(dir.path().join("data"));
+    let server = Claimd::start(cmd, addr).await;
+    let mut client = connect(addr).await;
+    for n in 0..3 {
+        let answer = client.claim(claim_request(&format!("Ev{n}"), FP)).await;
+        answer.expect("under the limit");
+    }
+
+    let next = write(dir.path(), "claimd.toml.new", &limit(3));
+    std::fs::rename(&next, &file).unwrap();
+    server.signal(Signal::SIGHUP);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !server.log().contains("policies reloaded") {
+        assert!(Instant::now() < deadline, "no reload:\n{}", server.log());
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let refused = client
+        .claim(claim_request("Ev3", FP))
+        .await
+        .expect_err("a fourth receipt is over the lowered limit");
+    super::assert_refused_by(&refused, "max_receipts");
+    // A Claim of a receipt the tenant holds stores nothing new: still answered.
+    let again = client.claim(claim_request("Ev0", FP)).await;
+    again.expect("a stored key is answered under the limit");
+    assert!(server.terminate().await.success());
+}
+
 /// Sends `count` Claims of fresh keys from `tasks` concurrent callers on one connection;
 /// every one must be refused by `claims_per_second`.
 async fn refused_claims(addr: SocketAddr, from: usize, count: usize, tasks: usize) {
