@@ -77,6 +77,17 @@ pub struct Args {
     #[arg(long, conflicts_with = "claimd")]
     pub target: Option<String>,
 
+    /// Spread claimd's callers over this many tenants: before measuring, the bench creates
+    /// one API key for each of the tenants `bench-1` … `bench-N` (`claimd keys create`, on
+    /// the database claimd serves), and every call on receipt key `k` sends the API
+    /// key of tenant `hash(k) mod N` as `authorization: Bearer …` (a key's setup and its
+    /// timed calls reach the same tenant). The keys stay in the database, which from then on serves
+    /// only calls with a key (protected mode ends with the first key): give such runs a
+    /// database of their own. 0 (default): no key, every call is tenant `default`. The SQL
+    /// baseline ignores tenants (its keys are unique per run anyway).
+    #[arg(long, default_value_t = 0, conflicts_with = "target")]
+    pub tenants: usize,
+
     /// Most database connections of the SQL baseline's pool (and of the claimd started
     /// here): min(callers, this). PostgreSQL's max_connections must allow twice this plus a
     /// few.
@@ -286,6 +297,9 @@ impl Args {
         }
         if self.pool_cap == 0 || self.callers_per_channel == 0 {
             bail!("--pool-cap and --callers-per-channel must be positive");
+        }
+        if self.tenants > 0 && self.soak.is_some() {
+            bail!("--tenants is for rounds, not --soak");
         }
         if let Some(soak) = self.soak {
             let positive = |v: f64| v.is_finite() && v > 0.0;

@@ -115,6 +115,16 @@ async fn run(args: Args) -> anyhow::Result<u64> {
         }
     );
     prefill(&args, launch.as_ref(), pg.as_ref()).await?;
+    let keys = match (&launch, args.tenants) {
+        (Some(launch), n) if n > 0 => {
+            let keys = launch.create_keys(n)?;
+            eprintln!(
+                "claimd-bench: callers spread over {n} tenants (bench-1 … bench-{n}), one API key each"
+            );
+            keys
+        }
+        _ => Vec::new(),
+    };
     if args.soak.is_some() {
         // --soak conflicts with --target, so claimd is started here.
         let launch = launch.as_ref().context("--soak starts its own claimd")?;
@@ -135,7 +145,7 @@ async fn run(args: Args) -> anyhow::Result<u64> {
             (None, Some(target)) => target.clone(),
             (None, None) => unreachable!("either a child or a target"),
         };
-        let grpc = GrpcSide::connect(&addr, callers, args.callers_per_channel).await?;
+        let grpc = GrpcSide::connect(&addr, callers, args.callers_per_channel, &keys).await?;
         let mut sides = vec![Side::Claimd(grpc)];
         if let Some(url) = &args.database_url {
             sides.push(Side::Sql(

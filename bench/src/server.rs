@@ -93,6 +93,32 @@ impl Launch {
         Ok(cmd)
     }
 
+    /// Migrates, then creates one API key for each of the tenants `bench-1` … `bench-n`
+    /// (`claimd keys create`); the keys, in tenant order.
+    pub fn create_keys(&self, n: usize) -> anyhow::Result<Vec<String>> {
+        self.migrate()?;
+        let mut keys = Vec::with_capacity(n);
+        for i in 1..=n {
+            let tenant = format!("bench-{i}");
+            let mut cmd = self.command(&["keys", "create", "--tenant", &tenant])?;
+            cmd.arg("--label").arg("claimd-bench");
+            let out = cmd.stdout(Stdio::piped()).output()?;
+            if !out.status.success() {
+                bail!(
+                    "claimd keys create --tenant {tenant} failed ({}):\n{}",
+                    out.status,
+                    tail(&self.log)
+                );
+            }
+            let key = String::from_utf8(out.stdout)?.trim().to_owned();
+            if !key.starts_with("claimd_") {
+                bail!("claimd keys create --tenant {tenant} printed no key");
+            }
+            keys.push(key);
+        }
+        Ok(keys)
+    }
+
     /// Runs `claimd migrate` to the end.
     pub fn migrate(&self) -> anyhow::Result<()> {
         let status = self.command(&["migrate"])?.status()?;

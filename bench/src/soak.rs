@@ -33,7 +33,7 @@ pub async fn run(args: &Args, launch: &Launch, seed: u64, run_id: &str) -> anyho
     let store = args.store.label();
     let child = Claimd::start(launch, pool).await?;
     let pid = child.pid();
-    let grpc = GrpcSide::connect(&child.addr, callers, args.callers_per_channel).await?;
+    let grpc = GrpcSide::connect(&child.addr, callers, args.callers_per_channel, &[]).await?;
     let side = Side::Claimd(grpc);
     eprintln!(
         "soak: store {store}, {seconds} s of mixed at {rate} cycles/s over {callers} callers \

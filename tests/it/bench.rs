@@ -246,3 +246,31 @@ async fn the_claimd_the_bench_starts_serves_the_policy_file_named_by_claimd_conf
         "the wrong answers are printed:\n{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_tenants_the_callers_are_spread_over_that_many_tenants_each_with_its_api_key() {
+    // --tenants 2: the bench creates one key for bench-1 and one for bench-2, and its two
+    // callers send one each; claimd then stores each caller's receipts under its tenant
+    // (and, a key existing, serves no call without one: every answer was right, so every
+    // call carried its key).
+    let url = pg::fresh_database().await;
+    let mut cmd = bench();
+    cmd.args(["--database-url", &url, "--workload", "new,duplicate"])
+        .args(["--tenants", "2"]);
+    let out = output(cmd).await;
+    assert_success(&out);
+    let pool = sqlx::PgPool::connect(&url).await.unwrap();
+    let tenants: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT tenant_id FROM receipts WHERE namespace = 'bench' ORDER BY 1",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(tenants, ["bench-1", "bench-2"], "receipts by tenant");
+    let keys: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM api_keys WHERE label = 'claimd-bench'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(keys, 2, "one key per tenant");
+}
