@@ -4,6 +4,7 @@
 
 mod cluster;
 mod contract;
+mod kill;
 
 use crate::common::app::TestApp;
 use cluster::CitusCluster;
