@@ -5,6 +5,7 @@
 mod cluster;
 mod contract;
 mod kill;
+mod restarts;
 
 use crate::common::app::TestApp;
 use cluster::CitusCluster;
