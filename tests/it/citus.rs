@@ -6,6 +6,7 @@ mod cluster;
 mod contract;
 mod kill;
 mod restarts;
+mod surfaces;
 
 use crate::common::app::TestApp;
 use cluster::CitusCluster;
