@@ -1,9 +1,15 @@
 //! claimd on Citus (issue 45; docs/DESIGN.md §4.6): a coordinator and two workers started
 //! by the test (`citus/cluster.rs`), claimd migrating and serving through the coordinator.
 //! Where Citus is not installed these tests fail naming `../shared/citus/build.sh`.
+//! Besides the tests here: the decision contract (`contract`), the issue's kill test under
+//! the history workload (`kill`), node restarts under a waiting Claim (`restarts`), and the
+//! console, `claimd reseal` and the HTTP door on the distributed table (`surfaces`).
 
 mod cluster;
 mod contract;
+mod kill;
+mod restarts;
+mod surfaces;
 
 use crate::common::app::TestApp;
 use cluster::CitusCluster;

@@ -162,6 +162,12 @@ async fn json_call(addr: SocketAddr, method: &str, body: Value) -> Answer {
 
 async fn a_claim_complete_and_replay_work_in_json_over_http1(backend: Backend) {
     let app = TestApp::builder().backend(backend).spawn().await;
+    claim_complete_and_replay_in_json(&app).await;
+}
+
+/// The JSON test's calls on `app` (a claimd without API keys; also run on Citus,
+/// `citus::surfaces`).
+pub(crate) async fn claim_complete_and_replay_in_json(app: &TestApp) {
     let claim = json!({"namespace": "hooks", "key": "Ev1", "fingerprint": "c2hh",
                        "lease_ttl": "30s", "recovery_payload": "Ym9keQ=="});
     let first = json_call(app.addr, "Claim", claim.clone()).await;

@@ -47,7 +47,12 @@ async fn a_budget_spent_orphan_is_quarantined_with_the_operators_reason_and_no_a
     backend: Backend,
 ) {
     let app = app(backend).await;
-    let operator = Operator::new(&app).await;
+    budget_spent_orphan_quarantined_on(&app).await;
+}
+
+/// The test above on `app` (built as [`app`] does; also run on Citus, `citus::surfaces`).
+pub(crate) async fn budget_spent_orphan_quarantined_on(app: &TestApp) {
+    let operator = Operator::new(app).await;
     let token = operator.claimed("ev-1", 1).await;
     app.advance(Duration::from_secs(2));
     let form = operator.form("ev-1").await;
