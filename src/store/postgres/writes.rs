@@ -382,4 +382,4 @@ pub(super) fn statement(writes: &[&RowWrite]) -> &'static Statement {
 }
 
 mod citus;
-pub(super) use citus::{LOCK_AND_UPDATE, NOTIFY, READ_TENANT, insert};
+pub(super) use citus::{LOCK, NOTIFY, READ_TENANT, UPDATE_ROWS, insert};

@@ -125,7 +125,7 @@ impl PgDriver {
         for &n in &order {
             arrays.push(n, &writes[n], &self.gap);
         }
-        let statement = &*writes::LOCK_AND_UPDATE;
+        let statement = &*writes::LOCK;
         let query = sqlx::query(statement.sql.as_str())
             .bind(self.offset())
             .bind(self.frozen());
@@ -139,15 +139,16 @@ impl PgDriver {
             let rows = query.bind(tenant).fetch_all(&mut *tx).await;
             let rows = rows.map_err(interpret)?;
             let mut outcomes: Vec<Option<WriteOutcome>> = (0..writes.len()).map(|_| None).collect();
-            let mut put: Vec<(usize, Timestamp)> = Vec::new();
+            let (mut go, mut put) = (Vec::new(), Vec::new());
             for row in &rows {
                 let n: i32 = row.try_get("idx").map_err(interpret)?;
                 let n = usize::try_from(n).unwrap_or(usize::MAX);
-                outcomes[n] = Some(outcome(row, &mut put, n)?);
+                outcomes[n] = Some(outcome(row, &mut go, &mut put, n)?);
             }
             if let Some(row) = rows.last() {
                 self.gap.observe(row.try_get("db_wall").map_err(interpret)?);
             }
+            self.update(&mut tx, writes, &go, &mut outcomes).await?;
             self.insert(&mut tx, writes, &put, &mut outcomes).await?;
             tx.commit().await.map_err(interpret)?;
             Ok::<_, StoreError>(outcomes)
@@ -167,7 +168,117 @@ impl PgDriver {
         Ok(outcomes)
     }
 
-    /// Statement 2 and 3: the inserts `put` (position, the clock after the locks), each
+    /// Statement 2: the updates `go` (position, the clock after the locks), each answered
+    /// `Written`; one that found no row (it was locked: this does not happen) is answered
+    /// `Stale` with the row as read again.
+    async fn update(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        writes: &[RowWrite],
+        go: &[(usize, Timestamp)],
+        outcomes: &mut [Option<WriteOutcome>],
+    ) -> Result<(), StoreError> {
+        if go.is_empty() {
+            return Ok(());
+        }
+        let tenant = writes[go[0].0].tenant.as_str();
+        let each = |f: &dyn Fn(&RowWrite, Timestamp) -> Option<Timestamp>| -> Vec<_> {
+            go.iter().map(|&(n, now)| f(&writes[n], now)).collect()
+        };
+        let blob = |pick: fn(&RowWrite) -> &Option<Option<Vec<u8>>>| -> Vec<Option<Vec<u8>>> {
+            go.iter()
+                .map(|&(n, _)| pick(&writes[n]).clone().flatten())
+                .collect()
+        };
+        let mask: Vec<i32> = go
+            .iter()
+            .map(|&(n, _)| {
+                let s = &writes[n].sealed;
+                let sets = [
+                    &s.last_error,
+                    &s.checkpoint,
+                    &s.response,
+                    &s.recovery_payload,
+                ];
+                (sets.iter().enumerate()).fold(
+                    0,
+                    |m, (bit, set)| {
+                        if set.is_some() { m | 1 << bit } else { m }
+                    },
+                )
+            })
+            .collect();
+        let made = sqlx::query(writes::UPDATE_ROWS)
+            .bind(tenant)
+            .bind(
+                go.iter()
+                    .map(|&(n, _)| writes[n].next.id.namespace.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(
+                go.iter()
+                    .map(|&(n, _)| writes[n].next.id.key.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(
+                go.iter()
+                    .map(|&(n, _)| writes[n].next.state.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(
+                go.iter()
+                    .map(|&(n, _)| i32::try_from(writes[n].next.attempt).unwrap_or(i32::MAX))
+                    .collect::<Vec<_>>(),
+            )
+            .bind(
+                go.iter()
+                    .map(|&(n, _)| i32::try_from(writes[n].next.free_attempts).unwrap_or(i32::MAX))
+                    .collect::<Vec<_>>(),
+            )
+            .bind(
+                go.iter()
+                    .map(|&(n, _)| writes[n].next.claim_token)
+                    .collect::<Vec<_>>(),
+            )
+            .bind(each(&|w, now| w.lease_expires_at.resolve(now)))
+            .bind(each(&|w, now| w.next_attempt_at.resolve(now)))
+            .bind(each(&|w, now| w.completed_at.resolve(now)))
+            .bind(each(&|_, now| Some(now)))
+            .bind(mask)
+            .bind(blob(|w| &w.sealed.last_error))
+            .bind(blob(|w| &w.sealed.checkpoint))
+            .bind(blob(|w| &w.sealed.response))
+            .bind(blob(|w| &w.sealed.recovery_payload))
+            .bind(go.iter().map(|&(n, _)| writes[n].id).collect::<Vec<_>>())
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(interpret)?;
+        let mut made: Vec<(String, String)> = (made.iter())
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(interpret)?;
+        made.sort();
+        let mut missed = Vec::new();
+        for &(n, now) in go {
+            let id = &writes[n].next.id;
+            match made.binary_search(&(id.namespace.clone(), id.key.clone())) {
+                Ok(_) => outcomes[n] = Some(WriteOutcome::Written(now)),
+                Err(_) => missed.push(n),
+            }
+        }
+        if !missed.is_empty() {
+            let keys: Vec<(&str, &crate::domain::ReceiptKey)> = (writes.iter())
+                .map(|w| (w.tenant.as_str(), &w.next.id))
+                .collect();
+            let rows = self.read_tenant(&mut *conn, tenant, &missed, &keys).await?;
+            for (n, (now, row)) in missed.into_iter().zip(rows) {
+                outcomes[n] = Some(WriteOutcome::Stale(now, row.map(Box::new)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Statement 3 and 4: the inserts `put` (position, the clock after the locks), each
     /// answered `Written` or, when its row exists, `Stale` with the row.
     async fn insert(
         &self,
@@ -261,16 +372,22 @@ impl PgDriver {
     }
 }
 
-/// What statement 1 says of one write; an insert to make (`put`) is noted with its clock.
+/// What statement 1 says of one write; an update (`go`) or insert (`put`) to make is noted
+/// with its clock.
 fn outcome(
     row: &PgRow,
+    go: &mut Vec<(usize, Timestamp)>,
     put: &mut Vec<(usize, Timestamp)>,
     n: usize,
 ) -> Result<WriteOutcome, StoreError> {
     let src: &str = row.try_get("src").map_err(interpret)?;
     let now: Timestamp = row.try_get("db_now").map_err(interpret)?;
     Ok(match src {
-        "upd" => WriteOutcome::Written(now),
+        "go" => {
+            go.push((n, now));
+            // Answered by statement 2.
+            WriteOutcome::Late
+        }
         "late" => WriteOutcome::Late,
         "put" => {
             put.push((n, now));

@@ -3,16 +3,17 @@
 //! that tenant's shard. Citus routes a statement only when every reference to `receipts`
 //! names one `tenant_id` (bound as a parameter, planned with its value: the sessions use
 //! custom plans on Citus) and the statement has no `INSERT` in a `WITH`, so the one
-//! statement of plain PostgreSQL becomes a transaction of two or three:
+//! statement of plain PostgreSQL becomes a transaction of up to four:
 //!
-//! 1. [`LOCK_AND_UPDATE`]: the inserts' advisory locks and the updates' row locks (the same
-//!    fragments, in the same order), the clock read after them, the deadline checks, every
-//!    update, and the rows the updates found changed — on the worker that holds the
-//!    tenant's shard. An insert not yet late answers `put`, with the clock reading.
-//! 2. [`insert`]: the inserts not late, as one `INSERT … VALUES … ON CONFLICT DO NOTHING`
-//!    with their times resolved on that reading in claimd ([`Stamp::resolve`]), under the
-//!    advisory locks statement 1 took.
-//! 3. The rows of the inserts that found their row (read in the same transaction).
+//! 1. [`LOCK`], a `SELECT`: the inserts' advisory locks and the updates' row locks (the
+//!    same fragments, in the same order), the clock read after them, the deadline checks,
+//!    and the rows the updates found changed — on the worker that holds the tenant's
+//!    shard. An update to make answers `go` and an insert `put`, with the clock reading.
+//! 2. [`UPDATE_ROWS`]: the updates, their times resolved on that reading in claimd
+//!    ([`Stamp::resolve`]), under the row locks statement 1 took.
+//! 3. [`insert`]: the inserts not late, as one `INSERT … VALUES … ON CONFLICT DO NOTHING`,
+//!    their times resolved the same way, under the advisory locks statement 1 took.
+//! 4. The rows of the inserts that found their row (read in the same transaction).
 //!
 //! The notification that wakes waiting Claims is sent on the coordinator after the commit
 //! ([`NOTIFY`]): a `pg_notify` in a statement routed to a worker would be sent on the
@@ -31,10 +32,10 @@ fn tenant_param(cols: &[Col]) -> usize {
     cols.len() + 3
 }
 
-/// Statement 1 (see the module's doc): locks, clock, deadlines, updates, and what became
-/// of each write; `src` is `upd`, `late`, `cur` (with the row as found) or `put` (an
-/// insert still to make, `db_now` the clock after the locks).
-pub(in crate::store::postgres) static LOCK_AND_UPDATE: LazyLock<Statement> = LazyLock::new(|| {
+/// Statement 1 (see the module's doc): locks, clock, deadlines, and what each write is to
+/// do; `src` is `go` (an update to make, `db_now` the clock after the locks), `late`,
+/// `cur` (with the row as found) or `put` (an insert to make, `db_now` the same).
+pub(in crate::store::postgres) static LOCK: LazyLock<Statement> = LazyLock::new(|| {
     let tenant = format!("r.tenant_id = ${}::text", tenant_param(WRITE_COLS));
     let sql = head(WRITE_COLS, None)
         + concat!(
@@ -45,13 +46,17 @@ pub(in crate::store::postgres) static LOCK_AND_UPDATE: LazyLock<Statement> = Laz
 late_ins AS MATERIALIZED (
     SELECT i.idx FROM i, c, t
     WHERE i.ins AND t.wall > LEAST(c.started + i.due_in * interval '1 microsecond', i.due_db)
-),",
-            upd!(),
-            "
+),
+go AS MATERIALIZED (
+    SELECT i.idx FROM i, c, t
+    WHERE i.idx IN (SELECT idx FROM locked)
+      AND (i.due_in IS NULL
+           OR t.wall <= LEAST(c.started + i.due_in * interval '1 microsecond', i.due_db))
+),
 done AS (
     SELECT idx, 'late' AS src, NULL::timestamptz AS now FROM late_ins
-    UNION ALL SELECT idx, 'upd', now FROM upd
-    UNION ALL SELECT idx, 'late', NULL FROM locked WHERE idx NOT IN (SELECT idx FROM upd)
+    UNION ALL SELECT go.idx, 'go', t.now FROM go, t
+    UNION ALL SELECT idx, 'late', NULL FROM locked WHERE idx NOT IN (SELECT idx FROM go)
 )
 SELECT i.idx, COALESCE(d.src, CASE WHEN i.ins THEN 'put' ELSE 'cur' END) AS src,
        COALESCE(d.now, CASE WHEN i.ins THEN t.now ELSE c.now END) AS db_now,
@@ -65,43 +70,40 @@ LEFT JOIN LATERAL (SELECT * FROM receipts r
                      AND r.namespace = i.i_ns AND r.key = i.i_key OFFSET 0) r ON true
 ORDER BY i.idx"
         );
-    // Citus refuses a function that is not IMMUTABLE (`timestamptz + interval` is
-    // STABLE) in a `COALESCE` of an `UPDATE`'s target list: the new times are worked
-    // out in `s`, beside the rows, and the update only copies them.
     // A `void` column (the lock's result) does not survive Citus's trip to the worker:
     // the lock's result is taken as text.
-    let mut sql = sql
+    let sql = sql
         .replace("r.tenant_id = i.i_tenant", &tenant)
         .replace(", k.h) FROM (", ", k.h)::text FROM (");
-    for (column, at, after) in [
-        ("lease_expires_at", "lease_at", "lease_after"),
-        ("next_attempt_at", "next_at", "next_after"),
-        ("completed_at", "done_at", "done_after"),
-    ] {
-        let computed = format!("COALESCE(i.{at}, t.now + i.{after} * interval '1 microsecond')");
-        sql = sql.replace(
-            &format!("{column} = {computed}"),
-            &format!("{column} = s.{column}"),
-        );
-    }
-    let sql = sql
-            .replace(
-                "\nupd AS (",
-                "\ns AS (
-    SELECT i.idx,
-           COALESCE(i.lease_at, t.now + i.lease_after * interval '1 microsecond') AS lease_expires_at,
-           COALESCE(i.next_at, t.now + i.next_after * interval '1 microsecond') AS next_attempt_at,
-           COALESCE(i.done_at, t.now + i.done_after * interval '1 microsecond') AS completed_at
-    FROM i, t
-),
-upd AS (",
-            )
-            .replace("    FROM i, t, c\n    WHERE r.tenant_id", "    FROM i, t, c, s\n    WHERE s.idx = i.idx AND r.tenant_id");
     Statement {
         sql,
         cols: WRITE_COLS,
     }
 });
+
+/// Statement 2: the updates statement 1 found still at their version, locked and not
+/// late, for the tenant `$1`, each with its values and times resolved in claimd on that
+/// statement's clock reading (`now`); answers the rows it wrote. No function but operators
+/// on the values: Citus routes a modification whole only when it calls no STABLE function
+/// on a column and no volatile one in a `CASE` or `COALESCE` — and would evaluate
+/// `clock_timestamp()` on the coordinator, before the locks — so the times come in as
+/// values.
+pub(in crate::store::postgres) const UPDATE_ROWS: &str = "UPDATE receipts r SET
+    state = u.state, attempt = u.attempt, free_attempts = u.free, claim_token = u.token,
+    lease_expires_at = u.lease, next_attempt_at = u.next, completed_at = u.done,
+    updated_at = u.now,
+    last_error = CASE WHEN u.mask & 1 <> 0 THEN u.le ELSE r.last_error END,
+    checkpoint = CASE WHEN u.mask & 2 <> 0 THEN u.cp ELSE r.checkpoint END,
+    response = CASE WHEN u.mask & 4 <> 0 THEN u.resp ELSE r.response END,
+    recovery_payload = CASE WHEN u.mask & 8 <> 0 THEN u.payload ELSE r.recovery_payload END,
+    write_id = u.write
+FROM unnest($2::text[], $3::text[], $4::text[], $5::int4[], $6::int4[], $7::uuid[],
+            $8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::timestamptz[],
+            $12::int4[], $13::bytea[], $14::bytea[], $15::bytea[], $16::bytea[], $17::uuid[])
+     AS u(ns, key, state, attempt, free, token, lease, next, done, now, mask, le, cp, resp,
+          payload, write)
+WHERE r.tenant_id = $1::text AND r.namespace = u.ns AND r.key = u.key
+RETURNING r.namespace, r.key";
 
 /// The columns statement 2 inserts, in its `VALUES` order.
 const INSERT_COLUMNS: usize = 19;
@@ -158,16 +160,18 @@ mod tests {
 
     #[test]
     fn every_reference_to_receipts_in_the_citus_statements_names_the_batchs_one_tenant() {
-        let sql = &LOCK_AND_UPDATE.sql;
+        let sql = &LOCK.sql;
         assert!(!sql.contains("i.i_tenant AND"), "{sql}");
         assert!(!sql.contains("INSERT"), "{sql}");
+        assert!(!sql.contains("UPDATE receipts"), "{sql}");
         assert!(!sql.contains("pg_notify"), "{sql}");
-        assert!(!sql.contains("= COALESCE("), "{sql}");
-        assert!(
-            sql.contains("FROM i, t, c, s\n    WHERE s.idx = i.idx AND r.tenant_id"),
-            "{sql}"
-        );
-        assert_eq!(sql.matches("r.tenant_id = $40::text").count(), 3, "{sql}");
+        assert!(sql.contains("FOR UPDATE OF r"), "{sql}");
+        assert_eq!(sql.matches("r.tenant_id = $40::text").count(), 2, "{sql}");
+        // The update is a modification: no function call at all, only operators.
+        assert!(!UPDATE_ROWS.contains("COALESCE"), "{UPDATE_ROWS}");
+        assert!(!UPDATE_ROWS.contains("interval"), "{UPDATE_ROWS}");
+        assert!(!UPDATE_ROWS.contains("clock_timestamp"), "{UPDATE_ROWS}");
+        assert_eq!(UPDATE_ROWS.matches("r.tenant_id = $1::text").count(), 1);
         assert!(insert(2).ends_with("RETURNING namespace, key"));
         assert!(insert(2).contains("($20, $21,"));
     }
