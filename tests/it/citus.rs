@@ -291,3 +291,32 @@ async fn the_janitor_on_citus_strips_and_deletes_tenant_by_tenant_across_both_wo
     assert_eq!(app.receipt_rows().await, 0);
     app.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn health_follows_the_coordinator_and_not_a_worker() {
+    use crate::common::probe::{check, plaintext_channel, wait_for};
+    use tonic_health::pb::health_check_response::ServingStatus;
+    const SERVICE: &str = "claimd.v1.ClaimService";
+    let mut citus = CitusCluster::start().await;
+    let url = citus.create_database().await;
+    let app = claimd_on(&url).await;
+    let channel = plaintext_channel(app.addr).await.expect("connect");
+    wait_for(&channel, SERVICE, ServingStatus::Serving).await;
+
+    // A worker down: its tenants' calls fail, but claimd as a whole still serves.
+    tokio::task::block_in_place(|| citus.workers[0].kill_9());
+    for _ in 0..10 {
+        // The health loop runs every 200 ms here: 2 s is ten of its probes.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let status = check(channel.clone(), SERVICE).await;
+        assert_eq!(status, Ok(ServingStatus::Serving), "with a worker down");
+    }
+    tokio::task::block_in_place(|| citus.workers[0].restart());
+
+    // The coordinator down: claimd reports it cannot serve, and serves again once it is back.
+    tokio::task::block_in_place(|| citus.coordinator.kill_9());
+    wait_for(&channel, SERVICE, ServingStatus::NotServing).await;
+    tokio::task::block_in_place(|| citus.coordinator.restart());
+    wait_for(&channel, SERVICE, ServingStatus::Serving).await;
+    app.shutdown().await;
+}
