@@ -116,6 +116,25 @@ pub struct Sealed {
 }
 
 impl Sealed {
+    /// The four columns in the bit order of [`Sealed::mask`]: last error, checkpoint,
+    /// response, recovery payload.
+    pub fn columns(&self) -> [&Option<Option<Vec<u8>>>; 4] {
+        [
+            &self.last_error,
+            &self.checkpoint,
+            &self.response,
+            &self.recovery_payload,
+        ]
+    }
+
+    /// Which columns this sets, one bit each in [`Sealed::columns`]' order.
+    pub fn mask(&self) -> i32 {
+        (self.columns().iter().enumerate()).fold(
+            0,
+            |m, (bit, set)| if set.is_some() { m | 1 << bit } else { m },
+        )
+    }
+
     /// `stored` with the columns this sets replaced.
     pub fn over(&self, stored: &StoredBlobs) -> StoredBlobs {
         let pick = |set: &Option<Option<Vec<u8>>>, was: &Option<Vec<u8>>| match set {

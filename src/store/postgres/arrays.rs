@@ -193,21 +193,10 @@ impl<'a> Arrays<'a> {
             self.at[i].push(at);
             self.after[i].push(after);
         }
-        let s = &w.sealed;
-        let sets = [
-            &s.last_error,
-            &s.checkpoint,
-            &s.response,
-            &s.recovery_payload,
-        ];
-        let mut mask = 0;
-        for (bit, (set, col)) in sets.iter().zip(&mut self.n_blobs).enumerate() {
-            if set.is_some() {
-                mask |= 1 << bit;
-            }
+        for (set, col) in w.sealed.columns().into_iter().zip(&mut self.n_blobs) {
             col.push(set.as_ref().and_then(|v| v.as_deref()));
         }
-        self.mask.push(mask);
+        self.mask.push(w.sealed.mask());
         self.due_in.push(due_in(w.due));
         self.due_db.push(due_db(w.due, gap));
         self.n_wake.push(

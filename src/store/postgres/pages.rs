@@ -111,31 +111,30 @@ const ORPHANS: &str = concat!(
     LIMIT $7"
 );
 
-/// Quarantines the row only if nobody changed it since it was read.
-/// [`QUARANTINE`] without its count, for Citus (as `rows.rs`'s `WRITE_SEALED_ROWS`).
-const QUARANTINE_ROWS: &str = concat!(
-    "UPDATE receipts SET state = 'quarantined', last_error = $4,
+/// The row quarantined only if nobody changed it since it was read.
+macro_rules! quarantine_unchanged {
+    () => {
+        concat!(
+            "UPDATE receipts SET state = 'quarantined', last_error = $4,
     claim_token = NULL, lease_expires_at = NULL, next_attempt_at = NULL,
     updated_at = ",
-    clock!("$5", "$6"),
-    "
+            clock!("$5", "$6"),
+            "
     WHERE tenant_id = $1 AND namespace = $2 AND key = $3 AND state = $7 AND attempt = $8
       AND claim_token IS NOT DISTINCT FROM $9
       AND last_error IS NOT DISTINCT FROM $10 AND checkpoint IS NOT DISTINCT FROM $11
       AND response IS NOT DISTINCT FROM $12 AND recovery_payload IS NOT DISTINCT FROM $13"
-);
+        )
+    };
+}
 
+/// Quarantines the row only if nobody changed it since it was read, and counts the bytes
+/// its new last error adds.
 const QUARANTINE: &str = concat!(
     "WITH q AS (
-    UPDATE receipts SET state = 'quarantined', last_error = $4,
-    claim_token = NULL, lease_expires_at = NULL, next_attempt_at = NULL,
-    updated_at = ",
-    clock!("$5", "$6"),
+    ",
+    quarantine_unchanged!(),
     "
-    WHERE tenant_id = $1 AND namespace = $2 AND key = $3 AND state = $7 AND attempt = $8
-      AND claim_token IS NOT DISTINCT FROM $9
-      AND last_error IS NOT DISTINCT FROM $10 AND checkpoint IS NOT DISTINCT FROM $11
-      AND response IS NOT DISTINCT FROM $12 AND recovery_payload IS NOT DISTINCT FROM $13
     RETURNING tenant_id,
         octet_length(last_error) - COALESCE(octet_length($10::bytea), 0) AS bytes),",
     counted!(
@@ -145,6 +144,9 @@ const QUARANTINE: &str = concat!(
     "
 SELECT count(*) FROM q"
 );
+
+/// [`QUARANTINE`] without its count, for Citus (as `rows.rs`'s `WRITE_SEALED_ROWS`).
+const QUARANTINE_ROWS: &str = quarantine_unchanged!();
 
 /// Orphans of every tenant by reason. `due_at <= …` implies the partial index's predicate
 /// (`due_at IS NOT NULL`), so only unfinished receipts are visited.

@@ -43,14 +43,17 @@ SELECT namespace FROM ns WHERE namespace IS NOT NULL";
 
 /// Receipts past retention from both terminal indexes: COMPLETED ones with a response
 /// (`receipts_response_idx`, by completed_at, which is their terminal_at), then as many of
-/// the rest (`receipts_expiry_idx`) as the batch has room for, each oldest first.
-const DELETE: &str = concat!(
-    "WITH kept AS (
+/// the rest (`receipts_expiry_idx`) as the batch has room for, each oldest first: the CTEs
+/// `kept` and `rest`, locked.
+macro_rules! past_retention {
+    () => {
+        concat!(
+            "WITH kept AS (
     SELECT tenant_id, namespace, key FROM receipts
     WHERE namespace = $1 AND state = 'completed' AND response IS NOT NULL
       AND completed_at < ",
-    clock!("$4", "$3"),
-    "
+            clock!("$4", "$3"),
+            "
     ORDER BY completed_at
     LIMIT $2
     FOR UPDATE SKIP LOCKED),
@@ -58,11 +61,36 @@ rest AS (
     SELECT tenant_id, namespace, key FROM receipts
     WHERE namespace = $1 AND (state = 'quarantined' OR (state = 'completed' AND response IS NULL))
       AND terminal_at < ",
-    clock!("$4", "$3"),
-    "
+            clock!("$4", "$3"),
+            "
     ORDER BY terminal_at
     LIMIT $2 - (SELECT count(*) FROM kept)
-    FOR UPDATE SKIP LOCKED),
+    FOR UPDATE SKIP LOCKED)"
+        )
+    };
+}
+
+/// The stored responses past response retention, oldest first, locked: the `WHERE` and
+/// what follows of a `SELECT … FROM receipts`.
+macro_rules! responses_past_retention {
+    () => {
+        concat!(
+            "
+    WHERE namespace = $1 AND state = 'completed' AND response IS NOT NULL
+      AND completed_at < ",
+            clock!("$4", "$3"),
+            "
+    ORDER BY completed_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED"
+        )
+    };
+}
+
+/// The receipts past retention deleted, and the bytes they freed counted.
+const DELETE: &str = concat!(
+    past_retention!(),
+    ",
 gone AS (
     DELETE FROM receipts WHERE (tenant_id, namespace, key) IN (
         SELECT * FROM kept UNION ALL SELECT * FROM rest)
@@ -77,16 +105,12 @@ gone AS (
 SELECT count(*) FROM gone"
 );
 
+/// The responses past response retention stripped, and the bytes they freed counted.
 const STRIP: &str = concat!(
     "WITH picked AS (
-    SELECT tenant_id, namespace, key, octet_length(response) AS bytes FROM receipts
-    WHERE namespace = $1 AND state = 'completed' AND response IS NOT NULL
-      AND completed_at < ",
-    clock!("$4", "$3"),
-    "
-    ORDER BY completed_at
-    LIMIT $2
-    FOR UPDATE SKIP LOCKED),
+    SELECT tenant_id, namespace, key, octet_length(response) AS bytes FROM receipts",
+    responses_past_retention!(),
+    "),
 stripped AS (
     UPDATE receipts r SET response = NULL, response_pruned_at = ",
     clock!("$4", "$5"),
@@ -105,24 +129,8 @@ SELECT count(*) FROM stripped"
 /// [`DELETE`] without its count of what it frees, for Citus (`citus/rows.rs`), which
 /// routes no `INSERT` in a `WITH` to a shard: storage quotas are not kept there yet.
 pub(super) const DELETE_ROWS: &str = concat!(
-    "WITH kept AS (
-    SELECT tenant_id, namespace, key FROM receipts
-    WHERE namespace = $1 AND state = 'completed' AND response IS NOT NULL
-      AND completed_at < ",
-    clock!("$4", "$3"),
+    past_retention!(),
     "
-    ORDER BY completed_at
-    LIMIT $2
-    FOR UPDATE SKIP LOCKED),
-rest AS (
-    SELECT tenant_id, namespace, key FROM receipts
-    WHERE namespace = $1 AND (state = 'quarantined' OR (state = 'completed' AND response IS NULL))
-      AND terminal_at < ",
-    clock!("$4", "$3"),
-    "
-    ORDER BY terminal_at
-    LIMIT $2 - (SELECT count(*) FROM kept)
-    FOR UPDATE SKIP LOCKED)
 DELETE FROM receipts WHERE (tenant_id, namespace, key) IN (
     SELECT * FROM kept UNION ALL SELECT * FROM rest)"
 );
@@ -133,14 +141,9 @@ pub(super) const STRIP_ROWS: &str = concat!(
     clock!("$4", "$5"),
     "
     WHERE (tenant_id, namespace, key) IN (
-    SELECT tenant_id, namespace, key FROM receipts
-    WHERE namespace = $1 AND state = 'completed' AND response IS NOT NULL
-      AND completed_at < ",
-    clock!("$4", "$3"),
-    "
-    ORDER BY completed_at
-    LIMIT $2
-    FOR UPDATE SKIP LOCKED)"
+    SELECT tenant_id, namespace, key FROM receipts",
+    responses_past_retention!(),
+    ")"
 );
 
 #[async_trait]

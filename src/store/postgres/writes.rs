@@ -181,8 +181,9 @@ locked AS MATERIALIZED (
 }
 
 /// The updates, after every lock of the batch (`t`), each written only if its answer is
-/// not yet due.
-macro_rules! upd {
+/// not yet due, and the notification that wakes the Claims waiting on the receipts they
+/// settle.
+macro_rules! updates {
     () => {
         concat!(
             "
@@ -206,18 +207,7 @@ upd AS (
     RETURNING i.idx, t.now, ",
             size!("r"),
             " AS bytes
-),"
-        )
-    };
-}
-
-/// The updates, and the notification that wakes the Claims waiting on the receipts they
-/// settle.
-macro_rules! updates {
-    () => {
-        concat!(
-            upd!(),
-            "
+),
 woken AS (
     SELECT pg_notify('claimd_settled', string_agg(w.n_wake, ',')) FROM (
         SELECT i.n_wake, (row_number() OVER ()) / 400 AS part

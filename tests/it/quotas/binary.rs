@@ -108,27 +108,40 @@ fn check_config_refuses_a_bad_quota_naming_the_key() {
     }
 }
 
+/// The claimd binary serving from `dir` with the policy file `text`: it, the file, and
+/// where it listens.
+async fn serve_with(dir: &Path, text: &str) -> (Claimd, PathBuf, SocketAddr) {
+    let file = write(dir, "claimd.toml", text);
+    let addr = free_addr();
+    let mut cmd = claimd();
+    cmd.args(["--listen", &addr.to_string(), "--config"])
+        .arg(&file);
+    cmd.arg("--data-dir").arg(dir.join("data"));
+    (Claimd::start(cmd, addr).await, file, addr)
+}
+
+/// The policy file `file` rewritten as an operator should (a new file renamed over it) to
+/// `text`, then SIGHUP to `server`.
+fn rewrite(server: &Claimd, file: &Path, text: &str) {
+    let dir = file.parent().expect("the policy file's directory");
+    let next = write(dir, "claimd.toml.new", text);
+    std::fs::rename(&next, file).unwrap();
+    server.signal(Signal::SIGHUP);
+}
+
 #[tokio::test]
 async fn sighup_puts_a_lowered_quota_in_force_for_the_next_calls() {
     let dir = tempfile::tempdir().unwrap();
     // Without API keys every call is tenant `default`, whose quota is [tenants.default].
     let quota = |rate: &str| format!("[tenants.default]\nclaims_per_second = {rate}\nburst = 1\n");
-    let file = write(dir.path(), "claimd.toml", &quota("1000"));
-    let addr = free_addr();
-    let mut cmd = claimd();
-    cmd.args(["--listen", &addr.to_string(), "--config"])
-        .arg(&file);
-    cmd.arg("--data-dir").arg(dir.path().join("data"));
-    let server = Claimd::start(cmd, addr).await;
+    let (server, file, addr) = serve_with(dir.path(), &quota("1000")).await;
     let mut client = connect(addr).await;
     client
         .claim(claim_request("Ev0", FP))
         .await
         .expect("under the quota");
 
-    let next = write(dir.path(), "claimd.toml.new", &quota("0.001"));
-    std::fs::rename(&next, &file).unwrap();
-    server.signal(Signal::SIGHUP);
+    rewrite(&server, &file, &quota("0.001"));
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut n = 0;
     let refused = loop {
@@ -158,22 +171,14 @@ async fn sighup_puts_a_lowered_quota_in_force_for_the_next_calls() {
 async fn sighup_puts_a_lowered_receipts_limit_in_force_for_the_next_claim() {
     let dir = tempfile::tempdir().unwrap();
     let limit = |n: u32| format!("[tenants.default]\nmax_receipts = {n}\n");
-    let file = write(dir.path(), "claimd.toml", &limit(100));
-    let addr = free_addr();
-    let mut cmd = claimd();
-    cmd.args(["--listen", &addr.to_string(), "--config"])
-        .arg(&file);
-    cmd.arg("--data-dir").arg(dir.path().join("data"));
-    let server = Claimd::start(cmd, addr).await;
+    let (server, file, addr) = serve_with(dir.path(), &limit(100)).await;
     let mut client = connect(addr).await;
     for n in 0..3 {
         let answer = client.claim(claim_request(&format!("Ev{n}"), FP)).await;
         answer.expect("under the limit");
     }
 
-    let next = write(dir.path(), "claimd.toml.new", &limit(3));
-    std::fs::rename(&next, &file).unwrap();
-    server.signal(Signal::SIGHUP);
+    rewrite(&server, &file, &limit(3));
     let deadline = Instant::now() + Duration::from_secs(10);
     while !server.log().contains("policies reloaded") {
         assert!(Instant::now() < deadline, "no reload:\n{}", server.log());

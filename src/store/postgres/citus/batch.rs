@@ -182,96 +182,77 @@ impl PgDriver {
             return Ok(());
         }
         let tenant = writes[go[0].0].tenant.as_str();
-        let each = |f: &dyn Fn(&RowWrite, Timestamp) -> Option<Timestamp>| -> Vec<_> {
+        let col = |f: &dyn Fn(&RowWrite, Timestamp) -> Option<Timestamp>| -> Vec<_> {
             go.iter().map(|&(n, now)| f(&writes[n], now)).collect()
         };
-        let blob = |pick: fn(&RowWrite) -> &Option<Option<Vec<u8>>>| -> Vec<Option<Vec<u8>>> {
-            go.iter()
-                .map(|&(n, _)| pick(&writes[n]).clone().flatten())
+        let of = |n: usize| &writes[n];
+        let ws = || go.iter().map(|&(n, _)| of(n));
+        let count = |c: u32| i32::try_from(c).unwrap_or(i32::MAX);
+        let blob = |bit: usize| -> Vec<Option<Vec<u8>>> {
+            ws().map(|w| w.sealed.columns()[bit].clone().flatten())
                 .collect()
         };
-        let mask: Vec<i32> = go
-            .iter()
-            .map(|&(n, _)| {
-                let s = &writes[n].sealed;
-                let sets = [
-                    &s.last_error,
-                    &s.checkpoint,
-                    &s.response,
-                    &s.recovery_payload,
-                ];
-                (sets.iter().enumerate()).fold(
-                    0,
-                    |m, (bit, set)| {
-                        if set.is_some() { m | 1 << bit } else { m }
-                    },
-                )
-            })
-            .collect();
         let made = sqlx::query(writes::UPDATE_ROWS)
             .bind(tenant)
             .bind(
-                go.iter()
-                    .map(|&(n, _)| writes[n].next.id.namespace.as_str())
+                ws().map(|w| w.next.id.namespace.as_str())
                     .collect::<Vec<_>>(),
             )
+            .bind(ws().map(|w| w.next.id.key.as_str()).collect::<Vec<_>>())
+            .bind(ws().map(|w| w.next.state.as_str()).collect::<Vec<_>>())
+            .bind(ws().map(|w| count(w.next.attempt)).collect::<Vec<_>>())
             .bind(
-                go.iter()
-                    .map(|&(n, _)| writes[n].next.id.key.as_str())
+                ws().map(|w| count(w.next.free_attempts))
                     .collect::<Vec<_>>(),
             )
-            .bind(
-                go.iter()
-                    .map(|&(n, _)| writes[n].next.state.as_str())
-                    .collect::<Vec<_>>(),
-            )
-            .bind(
-                go.iter()
-                    .map(|&(n, _)| i32::try_from(writes[n].next.attempt).unwrap_or(i32::MAX))
-                    .collect::<Vec<_>>(),
-            )
-            .bind(
-                go.iter()
-                    .map(|&(n, _)| i32::try_from(writes[n].next.free_attempts).unwrap_or(i32::MAX))
-                    .collect::<Vec<_>>(),
-            )
-            .bind(
-                go.iter()
-                    .map(|&(n, _)| writes[n].next.claim_token)
-                    .collect::<Vec<_>>(),
-            )
-            .bind(each(&|w, now| w.lease_expires_at.resolve(now)))
-            .bind(each(&|w, now| w.next_attempt_at.resolve(now)))
-            .bind(each(&|w, now| w.completed_at.resolve(now)))
-            .bind(each(&|_, now| Some(now)))
-            .bind(mask)
-            .bind(blob(|w| &w.sealed.last_error))
-            .bind(blob(|w| &w.sealed.checkpoint))
-            .bind(blob(|w| &w.sealed.response))
-            .bind(blob(|w| &w.sealed.recovery_payload))
-            .bind(go.iter().map(|&(n, _)| writes[n].id).collect::<Vec<_>>())
+            .bind(ws().map(|w| w.next.claim_token).collect::<Vec<_>>())
+            .bind(col(&|w, now| w.lease_expires_at.resolve(now)))
+            .bind(col(&|w, now| w.next_attempt_at.resolve(now)))
+            .bind(col(&|w, now| w.completed_at.resolve(now)))
+            .bind(col(&|_, now| Some(now)))
+            .bind(ws().map(|w| w.sealed.mask()).collect::<Vec<_>>())
+            .bind(blob(0))
+            .bind(blob(1))
+            .bind(blob(2))
+            .bind(blob(3))
+            .bind(ws().map(|w| w.id).collect::<Vec<_>>())
             .fetch_all(&mut *conn)
             .await
             .map_err(interpret)?;
+        self.settle(conn, writes, go, &made, outcomes).await
+    }
+
+    /// What became of the writes `done` (position, clock) that a statement answered `made`
+    /// (the namespace and key of each row it wrote): `Written`, or, for one it did not
+    /// write (an insert whose row exists), `Stale` with the row as read again.
+    async fn settle(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        writes: &[RowWrite],
+        done: &[(usize, Timestamp)],
+        made: &[PgRow],
+        outcomes: &mut [Option<WriteOutcome>],
+    ) -> Result<(), StoreError> {
         let mut made: Vec<(String, String)> = (made.iter())
             .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
             .collect::<Result<_, sqlx::Error>>()
             .map_err(interpret)?;
         made.sort();
-        let mut missed = Vec::new();
-        for &(n, now) in go {
+        let mut found = Vec::new();
+        for &(n, now) in done {
             let id = &writes[n].next.id;
             match made.binary_search(&(id.namespace.clone(), id.key.clone())) {
                 Ok(_) => outcomes[n] = Some(WriteOutcome::Written(now)),
-                Err(_) => missed.push(n),
+                Err(_) => found.push(n),
             }
         }
-        if !missed.is_empty() {
+        if let Some(&first) = found.first() {
             let keys: Vec<(&str, &crate::domain::ReceiptKey)> = (writes.iter())
                 .map(|w| (w.tenant.as_str(), &w.next.id))
                 .collect();
-            let rows = self.read_tenant(&mut *conn, tenant, &missed, &keys).await?;
-            for (n, (now, row)) in missed.into_iter().zip(rows) {
+            let tenant = writes[first].tenant.as_str();
+            let rows = self.read_tenant(&mut *conn, tenant, &found, &keys).await?;
+            for (n, (now, row)) in found.into_iter().zip(rows) {
                 outcomes[n] = Some(WriteOutcome::Stale(now, row.map(Box::new)));
             }
         }
@@ -296,7 +277,6 @@ impl PgDriver {
                     Expect::Absent(life) => Some(life.to_vec()),
                     Expect::Row(v) => v.life_id.clone(),
                 };
-                let blob = |s: &Option<Option<Vec<u8>>>| s.clone().flatten();
                 query = query
                     .bind(w.tenant.clone())
                     .bind(w.next.id.namespace.clone())
@@ -311,38 +291,15 @@ impl PgDriver {
                     .bind(now)
                     .bind(now)
                     .bind(w.completed_at.resolve(now))
-                    .bind(blob(&w.sealed.last_error))
-                    .bind(blob(&w.sealed.checkpoint))
-                    .bind(blob(&w.sealed.response))
-                    .bind(blob(&w.sealed.recovery_payload))
+                    .bind(w.sealed.last_error.clone().flatten())
+                    .bind(w.sealed.checkpoint.clone().flatten())
+                    .bind(w.sealed.response.clone().flatten())
+                    .bind(w.sealed.recovery_payload.clone().flatten())
                     .bind(life)
                     .bind(w.id);
             }
             let made = query.fetch_all(&mut *conn).await.map_err(interpret)?;
-            let mut made: Vec<(String, String)> = (made.iter())
-                .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
-                .collect::<Result<_, sqlx::Error>>()
-                .map_err(interpret)?;
-            made.sort();
-            let mut found = Vec::new();
-            for &(n, now) in chunk {
-                let id = &writes[n].next.id;
-                let key = (id.namespace.clone(), id.key.clone());
-                match made.binary_search(&key) {
-                    Ok(_) => outcomes[n] = Some(WriteOutcome::Written(now)),
-                    Err(_) => found.push(n),
-                }
-            }
-            if !found.is_empty() {
-                let keys: Vec<(&str, &crate::domain::ReceiptKey)> = (writes.iter())
-                    .map(|w| (w.tenant.as_str(), &w.next.id))
-                    .collect();
-                let tenant = writes[found[0]].tenant.as_str();
-                let rows = self.read_tenant(&mut *conn, tenant, &found, &keys).await?;
-                for (n, (now, row)) in found.into_iter().zip(rows) {
-                    outcomes[n] = Some(WriteOutcome::Stale(now, row.map(Box::new)));
-                }
-            }
+            self.settle(conn, writes, chunk, &made, outcomes).await?;
         }
         Ok(())
     }
