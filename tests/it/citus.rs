@@ -113,6 +113,7 @@ async fn the_decision_contract_holds_on_citus_for_a_tenant_on_each_worker() {
         let (_, key) = app.create_key(tenant, None).await;
         contract::plays(&app, &key, &format!("w{worker}")).await;
     }
+    citus.assert_routed();
     app.shutdown().await;
 }
 
@@ -289,6 +290,7 @@ async fn the_janitor_on_citus_strips_and_deletes_tenant_by_tenant_across_both_wo
     assert_eq!(deleted.deleted, 9, "{deleted:?}");
     assert!(deleted.largest_statement <= 2, "{deleted:?}");
     assert_eq!(app.receipt_rows().await, 0);
+    citus.assert_routed();
     app.shutdown().await;
 }
 

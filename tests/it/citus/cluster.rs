@@ -13,6 +13,23 @@ const SETTINGS: &[&str] = &[
     "citus.node_conninfo=sslmode=disable",
 ];
 
+/// The coordinator's settings besides [`SETTINGS`]: Citus's planner decisions in its log
+/// (DEBUG1), so a test can find a statement Citus did not route whole ([`CitusCluster::unrouted`]).
+const COORDINATOR_SETTINGS: &[&str] = &[
+    "shared_preload_libraries=citus",
+    "citus.node_conninfo=sslmode=disable",
+    "log_min_messages=debug1",
+];
+
+/// What Citus logs when it plans a statement in pieces instead of sending it whole to the
+/// shards it names: a CTE or subquery run first and shipped as an intermediate result, or
+/// an `INSERT … SELECT` collected on the coordinator.
+const UNROUTED: &[&str] = &[
+    "generating subplan",
+    "results on coordinator",
+    "repartitioned INSERT",
+];
+
 /// A coordinator and its two workers.
 pub struct CitusCluster {
     /// Where claimd connects.
@@ -51,7 +68,8 @@ impl CitusCluster {
     pub async fn start() -> CitusCluster {
         require_citus();
         let start = || PrivateCluster::start_on_tcp(SETTINGS);
-        let (coordinator, a, b) = tokio::task::spawn_blocking(move || (start(), start(), start()))
+        let first = || PrivateCluster::start_on_tcp(COORDINATOR_SETTINGS);
+        let (coordinator, a, b) = tokio::task::spawn_blocking(move || (first(), start(), start()))
             .await
             .expect("the Citus nodes start");
         CitusCluster {
@@ -80,6 +98,25 @@ impl CitusCluster {
             run(&url, &format!("SELECT citus_add_node('127.0.0.1', {port})")).await;
         }
         url
+    }
+
+    /// The lines of the coordinator's log where Citus planned a statement in pieces
+    /// ([`UNROUTED`]): claimd's statements on `receipts` each name one tenant and must be
+    /// sent whole to its shard, so a test expects none.
+    pub fn unrouted(&self) -> Vec<String> {
+        (self.coordinator.server_log().lines())
+            .filter(|line| UNROUTED.iter().any(|m| line.contains(m)))
+            .map(|line| line.chars().take(300).collect())
+            .collect()
+    }
+
+    /// Fails the test naming every statement Citus did not route whole ([`Self::unrouted`]).
+    pub fn assert_routed(&self) {
+        let unrouted = self.unrouted();
+        assert!(
+            unrouted.is_empty(),
+            "statements Citus planned in pieces instead of routing to one shard: {unrouted:#?}"
+        );
     }
 
     fn nodes(&self) -> [&PrivateCluster; 3] {

@@ -123,6 +123,7 @@ async fn a_tenants_worker_killed_every_12_s_under_two_replicas_loses_nothing_and
         "too little load to judge: {verdict:?}"
     );
     verdict.assert_valid();
+    citus.assert_routed();
     let internal: Vec<String> = history
         .iter()
         .filter(|op| ended(op) == "Internal")

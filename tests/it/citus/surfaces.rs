@@ -41,6 +41,7 @@ async fn the_console_signs_in_shows_the_overview_and_a_receipt_and_quarantines_a
     assert_eq!(receipt.status, 200, "{body}");
     assert!(body.contains("ev-1"), "{body}");
     assert!(body.to_lowercase().contains("quarantined"), "{body}");
+    citus.assert_routed();
     app.shutdown().await;
 }
 
@@ -49,6 +50,7 @@ async fn key_rotation_and_claimd_reseal_move_every_row_to_the_new_key_on_citus()
     let citus = CitusCluster::start().await;
     let url = citus.create_database().await;
     crate::sealing_keys::rotation_and_reseal_on(&url).await;
+    citus.assert_routed();
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -57,5 +59,6 @@ async fn a_claim_complete_and_replay_work_through_the_http_door_on_citus() {
     let url = citus.create_database().await;
     let app = TestApp::builder().database_url(&url).spawn().await;
     crate::connect::claim_complete_and_replay_in_json(&app).await;
+    citus.assert_routed();
     app.shutdown().await;
 }

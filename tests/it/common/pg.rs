@@ -156,6 +156,11 @@ impl PrivateCluster {
         self.dir.join("data")
     }
 
+    /// The server's log (every start of it, appended).
+    pub fn server_log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+    }
+
     /// 127.0.0.1 and the port this cluster listens on (see [`PrivateCluster::start_on_tcp`]).
     pub fn tcp_addr(&self) -> std::net::SocketAddr {
         assert!(self.tcp, "this cluster listens on its unix socket only");

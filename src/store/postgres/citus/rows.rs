@@ -56,21 +56,24 @@ fn one_tenant(sql: &str, param: usize) -> String {
 
 /// [`DELETE`] of one tenant, `$5`.
 static DELETE_TENANT: LazyLock<String> = LazyLock::new(|| one_tenant(DELETE, 5));
-/// [`STRIP`] of one tenant, `$6`. Citus refuses a function that is not IMMUTABLE in a
-/// `COALESCE` of an `UPDATE`'s target list, as the clock is: it is read in `FROM`.
+/// [`STRIP`] of one tenant, `$6`, its `response_pruned_at` the value `$5` read by
+/// [`CLOCK`] first: Citus routes a modification whole only when it calls no volatile
+/// function inside a `COALESCE`, which the clock is (a clock read in the statement's
+/// `FROM` instead made Citus plan it in pieces: `tests/it/citus.rs` checks).
 static STRIP_TENANT: LazyLock<String> = LazyLock::new(|| {
     let now = concat!("response_pruned_at = ", clock!("$4", "$5"));
-    let from = concat!(
-        "response_pruned_at = c.now FROM (SELECT ",
-        clock!("$4", "$5"),
-        " AS now) c"
-    );
     assert!(
         STRIP.contains(now),
         "STRIP sets response_pruned_at to the clock"
     );
-    one_tenant(&STRIP.replace(now, from), 6)
+    one_tenant(
+        &STRIP.replace(now, "response_pruned_at = $5::timestamptz"),
+        6,
+    )
 });
+
+/// The store's clock (`$1` frozen, `$2` the offset), for [`STRIP_TENANT`].
+const CLOCK: &str = concat!("SELECT ", clock!("$1", "$2"));
 
 /// One tenant's rows after a (namespace, key), locked, for `reseal`.
 const RESEAL_TENANT: &str = "SELECT tenant_id, namespace, key, last_error, checkpoint, response,
@@ -107,6 +110,16 @@ impl PgDriver {
         let tenants: Vec<String> = self
             .bounded(async { tenants.await.map_err(interpret) })
             .await?;
+        let now: Option<crate::domain::Timestamp> = match step {
+            PruneStep::StripResponse if !tenants.is_empty() => {
+                let now = sqlx::query_scalar(CLOCK)
+                    .bind(self.frozen())
+                    .bind(self.offset())
+                    .fetch_one(&self.pool);
+                Some(self.bounded(async { now.await.map_err(interpret) }).await?)
+            }
+            _ => None,
+        };
         let mut done = 0;
         for tenant in tenants {
             let left = u64::from(batch).saturating_sub(done);
@@ -118,8 +131,8 @@ impl PgDriver {
                 .bind(i64::try_from(left).unwrap_or(i64::MAX))
                 .bind(before)
                 .bind(self.frozen());
-            if matches!(step, PruneStep::StripResponse) {
-                query = query.bind(self.offset()); // response_pruned_at = now
+            if let Some(now) = now {
+                query = query.bind(now); // response_pruned_at
             }
             let pruned = query.bind(&tenant).execute(&self.pool);
             let pruned = self
