@@ -264,7 +264,8 @@ async fn sqlite_a_filesystem_the_kernel_makes_read_only_answers_unavailable_and_
     .await;
     verdict.assert_valid();
     // The restart also cuts calls short: a stream the stopping claimd's connection closes
-    // ends CANCELLED on the client.
+    // ends CANCELLED on the client (one its GOAWAY closes is UNAVAILABLE in the history,
+    // `history::closed_by_go_away`).
     cut_short_only_with(&history, &["Unavailable", "Cancelled"]);
     let server = kept.take().expect("the second claimd");
     let log = server.log();
