@@ -17,6 +17,7 @@ mod bench;
 mod bench_soak;
 mod citus;
 mod cli;
+mod client_goaway;
 mod client_guard;
 mod concurrency;
 mod connect;

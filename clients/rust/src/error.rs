@@ -1,5 +1,7 @@
 //! What a call of this crate fails with: a refusal by a tenant quota, told apart from every
-//! other gRPC status so a caller can back off for the delay claimd gave.
+//! other gRPC status so a caller can back off for the delay claimd gave; a call the
+//! connection never carried to claimd (its GOAWAY, a connection closed first) is
+//! UNAVAILABLE, not tonic's INTERNAL or CANCELLED.
 
 use std::fmt;
 use std::time::Duration;
@@ -54,6 +56,11 @@ impl From<Status> for Error {
     /// A quota refusal when `status` is `RESOURCE_EXHAUSTED` with both a RetryInfo delay
     /// and a QuotaFailure violation; [`Error::Status`] otherwise.
     fn from(status: Status) -> Error {
+        match never_taken(&status) {
+            Some(Closed::GoAway) => return Error::Status(Status::unavailable(GONE_AWAY)),
+            Some(Closed::Unsent) => return Error::Status(Status::unavailable(UNSENT)),
+            None => {}
+        }
         if status.code() != Code::ResourceExhausted {
             return Error::Status(status);
         }
@@ -74,6 +81,51 @@ impl From<Status> for Error {
             _ => Error::Status(status),
         }
     }
+}
+
+/// The message of a call claimd's GOAWAY kept from it ([`Closed::GoAway`]).
+pub(crate) const GONE_AWAY: &str = "claimd closed the connection (a graceful GOAWAY: a \
+     restart, or the connection's maximum age) before it took this call: nothing was done; \
+     call again";
+
+/// The message of a call queued on a connection that closed before it was sent
+/// ([`Closed::Unsent`]).
+pub(crate) const UNSENT: &str = "the connection to claimd closed before this call was sent \
+     on it: nothing was done; call again";
+
+/// Why claimd never took a call the channel failed.
+enum Closed {
+    /// claimd had sent a graceful GOAWAY (NO_ERROR): the call was started on the connection
+    /// in the instant before the channel opened a new one, and failed in the client's
+    /// HTTP/2 layer, unsent or past the last stream the GOAWAY says claimd took. tonic calls
+    /// it INTERNAL (UNKNOWN without its `server` feature).
+    GoAway,
+    /// The call was queued on a connection that closed before it was written (hyper's
+    /// "canceled", which tonic calls CANCELLED as if the caller had given up).
+    Unsent,
+}
+
+/// Whether `status` is tonic's for a call the connection never carried to claimd, not an
+/// answer of claimd's. The gRPC protocol has clients treat such a stream as UNAVAILABLE
+/// (PROTOCOL-HTTP2.md, "GOAWAY Frame"), as grpc-go and grpc-java do, and so does this
+/// crate. Only a status tonic built from the client's own error carries that error as its
+/// source; one claimd sent never does.
+fn never_taken(status: &Status) -> Option<Closed> {
+    let mut next = std::error::Error::source(status);
+    while let Some(error) = next {
+        if let Some(h2) = error.downcast_ref::<h2::Error>() {
+            let go_away =
+                h2.is_go_away() && h2.is_remote() && h2.reason() == Some(h2::Reason::NO_ERROR);
+            return go_away.then_some(Closed::GoAway);
+        }
+        if let Some(hyper) = error.downcast_ref::<hyper::Error>()
+            && hyper.is_canceled()
+        {
+            return Some(Closed::Unsent);
+        }
+        next = error.source();
+    }
+    None
 }
 
 impl From<Error> for Status {
