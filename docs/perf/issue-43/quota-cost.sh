@@ -9,15 +9,19 @@
 #             batch write of the tenant counted and checked in the store).
 # Prints each run's claimd rows; compare claimd CPU µs per cycle (the column after RSS and
 # CPU %) and throughput. Writes quota-{none,rate,storage}-{1,2}.{out,csv} here.
-B=$1; URL=$2
+# An optional third argument N spreads the calls over N tenants (`--tenants N`, each with the
+# policy's [tenants.default]) and names the files quota-ARM-tN-I.{out,csv}.
+B=$1; URL=$2; T=${3:-}
+TENANTS=(); SUFFIX=""
+if [ -n "$T" ]; then TENANTS=(--tenants "$T"); SUFFIX="-t$T"; fi
 printf '# no quotas\n' > none.toml
 printf '[tenants.default]\nclaims_per_second = 1000000000\nwrites_per_second = 1000000000\n' > rate.toml
 { cat rate.toml; printf 'max_receipts = 1000000000000\nmax_stored_bytes = 1000000000000000\n'; } > storage.toml
 for i in 1 2; do for c in none rate storage; do
   "$B/claimd-bench" --database-url "$URL" --claimd "$B/claimd" --claimd-config "$PWD/$c.toml" \
-    --workload new,duplicate --callers 64 --rounds 3 --seconds 4 --csv "quota-$c-$i.csv" \
-    > "quota-$c-$i.out" 2>&1
+    "${TENANTS[@]}" --workload new,duplicate --callers 64 --rounds 3 --seconds 4 \
+    --csv "quota-$c$SUFFIX-$i.csv" > "quota-$c$SUFFIX-$i.out" 2>&1
 done; done
 for c in none rate storage; do for i in 1 2; do
-  echo "== $c #$i"; grep -E "^postgres .* claimd " "quota-$c-$i.out"
+  echo "== $c$SUFFIX #$i"; grep -E "^postgres .* claimd " "quota-$c$SUFFIX-$i.out"
 done; done
