@@ -265,7 +265,7 @@ async fn sqlite_a_filesystem_the_kernel_makes_read_only_answers_unavailable_and_
     verdict.assert_valid();
     // The restart also cuts calls short: a stream the stopping claimd's connection closes
     // ends CANCELLED on the client (one its GOAWAY closes is UNAVAILABLE in the history,
-    // `history::closed_by_go_away`).
+    // `claimd_client::never_taken`).
     cut_short_only_with(&history, &["Unavailable", "Cancelled"]);
     let server = kept.take().expect("the second claimd");
     let log = server.log();

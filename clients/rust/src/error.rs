@@ -57,8 +57,8 @@ impl From<Status> for Error {
     /// and a QuotaFailure violation; [`Error::Status`] otherwise.
     fn from(status: Status) -> Error {
         match never_taken(&status) {
-            Some(Closed::GoAway) => return Error::Status(Status::unavailable(GONE_AWAY)),
-            Some(Closed::Unsent) => return Error::Status(Status::unavailable(UNSENT)),
+            Some(NeverTaken::GoAway) => return Error::Status(Status::unavailable(GONE_AWAY)),
+            Some(NeverTaken::Unsent) => return Error::Status(Status::unavailable(UNSENT)),
             None => {}
         }
         if status.code() != Code::ResourceExhausted {
@@ -83,18 +83,19 @@ impl From<Status> for Error {
     }
 }
 
-/// The message of a call claimd's GOAWAY kept from it ([`Closed::GoAway`]).
+/// The message of a call claimd's GOAWAY kept from it ([`NeverTaken::GoAway`]).
 pub(crate) const GONE_AWAY: &str = "claimd closed the connection (a graceful GOAWAY: a \
      restart, or the connection's maximum age) before it took this call: nothing was done; \
      call again";
 
 /// The message of a call queued on a connection that closed before it was sent
-/// ([`Closed::Unsent`]).
+/// ([`NeverTaken::Unsent`]).
 pub(crate) const UNSENT: &str = "the connection to claimd closed before this call was sent \
      on it: nothing was done; call again";
 
-/// Why claimd never took a call the channel failed.
-enum Closed {
+/// Why claimd never took a call the channel failed ([`never_taken`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NeverTaken {
     /// claimd had sent a graceful GOAWAY (NO_ERROR): the call was started on the connection
     /// in the instant before the channel opened a new one, and failed in the client's
     /// HTTP/2 layer, unsent or past the last stream the GOAWAY says claimd took. tonic calls
@@ -109,19 +110,20 @@ enum Closed {
 /// answer of claimd's. The gRPC protocol has clients treat such a stream as UNAVAILABLE
 /// (PROTOCOL-HTTP2.md, "GOAWAY Frame"), as grpc-go and grpc-java do, and so does this
 /// crate. Only a status tonic built from the client's own error carries that error as its
-/// source; one claimd sent never does.
-fn never_taken(status: &Status) -> Option<Closed> {
+/// source; one claimd sent never does. Public for calls made with the [`pb`](crate::pb)
+/// client directly.
+pub fn never_taken(status: &Status) -> Option<NeverTaken> {
     let mut next = std::error::Error::source(status);
     while let Some(error) = next {
         if let Some(h2) = error.downcast_ref::<h2::Error>() {
             let go_away =
                 h2.is_go_away() && h2.is_remote() && h2.reason() == Some(h2::Reason::NO_ERROR);
-            return go_away.then_some(Closed::GoAway);
+            return go_away.then_some(NeverTaken::GoAway);
         }
         if let Some(hyper) = error.downcast_ref::<hyper::Error>()
             && hyper.is_canceled()
         {
-            return Some(Closed::Unsent);
+            return Some(NeverTaken::Unsent);
         }
         next = error.source();
     }

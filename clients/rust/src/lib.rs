@@ -8,7 +8,8 @@
 //! - [`Guard`] — heartbeats at a third of the lease, says when the lease was lost, settles
 //!   the receipt once (complete, retry, quarantine; a Retry if dropped unsettled).
 //! - [`Error`] — what a call fails with: [`Error::Quota`] when claimd refused it by a tenant
-//!   quota (the quota's name and the retry delay), [`Error::Status`] otherwise.
+//!   quota (the quota's name and the retry delay), [`Error::Status`] otherwise;
+//!   [`never_taken`] tells a call the connection never carried to claimd.
 //! - [`pb`] — the messages and the gRPC client generated from the contract,
 //!   `proto/claimd/v1/claims.proto`, for every other call.
 //!
@@ -19,7 +20,7 @@
 mod error;
 mod guard;
 
-pub use error::Error;
+pub use error::{Error, NeverTaken, never_taken};
 pub use guard::{Claimed, Claims, Guard};
 
 /// Generated protobuf messages and the gRPC client of `claimd.v1`.

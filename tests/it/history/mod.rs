@@ -168,7 +168,10 @@ impl Recorder {
 /// RESOURCE_EXHAUSTED is a definite refusal: every one claimd answers (a tenant quota, the
 /// request-size limit, the per-source limits) comes before the store, unlike UNAVAILABLE.
 pub fn outcome_of(status: &tonic::Status) -> Outcome {
-    if closed_by_go_away(status) {
+    // tonic's INTERNAL for a call claimd's graceful GOAWAY kept from it: the gRPC protocol
+    // has clients treat that stream as UNAVAILABLE, and so does the history (claimd's own
+    // INTERNAL carries no client-side error and stays one).
+    if claimd_client::never_taken(status) == Some(claimd_client::NeverTaken::GoAway) {
         return Outcome::Unknown(Code::Unavailable);
     }
     match status.code() {
@@ -184,24 +187,4 @@ pub fn outcome_of(status: &tonic::Status) -> Outcome {
         | Code::OutOfRange => Outcome::Refused(status.code()),
         code => Outcome::Unknown(code),
     }
-}
-
-/// Whether `status` is not claimd's answer but tonic's for a call its connection could not
-/// carry because claimd had sent a graceful GOAWAY (NO_ERROR: claimd shutting down, or a
-/// connection at its maximum age). A call the client starts on such a connection in the
-/// moment before it opens a new one fails in the client's HTTP/2 layer, never sent or
-/// past the stream the GOAWAY names as the last processed, and tonic maps the GOAWAY's
-/// reason NO_ERROR to INTERNAL. The gRPC protocol says a client treats such a stream as
-/// UNAVAILABLE (PROTOCOL-HTTP2.md, "GOAWAY Frame"; grpc-go and grpc-java do), and so does
-/// the history. Only a status that tonic built from the client's own HTTP/2 error carries a
-/// source; one claimd sent (its `grpc-status`) never does, so a claimd INTERNAL stays one.
-pub fn closed_by_go_away(status: &tonic::Status) -> bool {
-    let mut next: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
-    while let Some(error) = next {
-        if let Some(h2) = error.downcast_ref::<h2::Error>() {
-            return h2.is_go_away() && h2.is_remote() && h2.reason() == Some(h2::Reason::NO_ERROR);
-        }
-        next = error.source();
-    }
-    false
 }
