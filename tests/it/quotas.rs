@@ -4,7 +4,8 @@
 //! leaves no receipt and a Claim once the token is due is CLAIMED with attempt 1; a refused
 //! write leaves the receipt as it was; replaced quotas apply to the next call; calls
 //! without a valid key take no token; `max_waiting` (`quotas/waiting.rs`); the HTTP door's
-//! 429 and `Retry-After` (`quotas/door.rs`); `check-config` and SIGHUP through the real
+//! 429 and `Retry-After` (`quotas/door.rs`); the storage limits (`quotas/storage.rs`) and a
+//! checked batch given up on mid-way (`quotas/turn.rs`); `check-config` and SIGHUP through the real
 //! binary (`quotas/binary.rs`).
 //!
 //! Rates are tiny (one token per thousand seconds) so that no test depends on how fast it
@@ -13,6 +14,7 @@
 mod binary;
 mod door;
 mod storage;
+mod turn;
 mod waiting;
 
 use crate::common::app::{Backend, TestApp, decision};

@@ -6,8 +6,9 @@
 //! of its key, and holders send a refused call again (`Workload::quota_refusals`); the
 //! checker counts a refusal as a call that did nothing and looks for its effect ("a refusal
 //! changes nothing", `history/checker/refusals.rs`) besides every other invariant. On both
-//! stores, and on PostgreSQL under one fault of the matrix: the slow database link of
-//! `faults_network`.
+//! stores, and on PostgreSQL under faults of the matrix: the slow database link of
+//! `faults_network` (rates), and the slow, dropped and blackholed link one after the other
+//! (storage: the checked batch's transaction cut short at each of its round trips).
 
 use crate::common::process::free_addr;
 use crate::faults::{Db, SECOND, recorded, replica_command};
@@ -192,5 +193,89 @@ async fn postgres_quota_refusals_over_a_slow_database_link_change_nothing() {
     })
     .await;
     refused_and_served(&history, &verdict);
+    a_forged_refusal_is_caught(&history, addr).await;
+}
+
+/// The storage quotas' checked batches (the tenant's turn and figures, the writes, the
+/// commit: three round trips in one transaction) under the network faults of
+/// `faults_network`, one after the other: every chunk delayed by 50 ms for 1 s, every
+/// connection dropped, then the link blackholed for 1.5 s past a `--db-timeout` of 1 s (a
+/// transaction given up on mid-way). The history is valid, refusals changed nothing, and
+/// afterwards the store holds no more than the limits allow, `tenant_usage` equals a count
+/// of what it holds, and no transaction of claimd's is left open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_storage_quota_refusals_over_a_slow_dropped_and_blackholed_link_change_nothing() {
+    use crate::common::pg::PrivateCluster;
+    use crate::common::proxy::Proxy;
+    use sqlx::Connection;
+    let config = tempfile::tempdir().expect("a directory for the policy file");
+    let file = policy_file_of(config.path(), STORAGE);
+    let cluster = tokio::task::spawn_blocking(|| PrivateCluster::start_on_tcp(&[]))
+        .await
+        .expect("the private cluster starts");
+    let direct = cluster.create_database().await;
+    let proxy = Proxy::start(cluster.tcp_addr()).await;
+    let url = crate::faults_network::through(&proxy, &direct);
+    let addr = free_addr();
+    let flags = ["--db-timeout", "1s", "--config", &file.to_string_lossy()];
+    let _server = crate::faults_network::replica_with(&url, addr, &flags).await;
+    let (history, verdict) = recorded(refused_load(), &[addr], 7 * SECOND, async {
+        tokio::time::sleep(SECOND).await;
+        proxy.delay(Duration::from_millis(50));
+        tokio::time::sleep(SECOND).await;
+        proxy.delay(Duration::from_millis(400));
+        tokio::time::sleep(3 * SECOND / 2).await;
+        proxy.normal();
+        proxy.drop_connections();
+        tokio::time::sleep(SECOND).await;
+        proxy.blackhole();
+        tokio::time::sleep(3 * SECOND / 2).await;
+        proxy.normal();
+    })
+    .await;
+    storage_refused_and_served(&history, &verdict);
+    assert!(
+        verdict.unknown > 0,
+        "the faults cut no call short: {verdict:?}"
+    );
+    let mut conn = sqlx::PgConnection::connect(&direct)
+        .await
+        .expect("connect to the test's database");
+    let counted: (i64, i64) = sqlx::query_as(
+        "SELECT count(*)::int8, COALESCE(sum(COALESCE(octet_length(last_error), 0)
+            + COALESCE(octet_length(checkpoint), 0) + COALESCE(octet_length(response), 0)
+            + COALESCE(octet_length(recovery_payload), 0)), 0)::int8 FROM receipts",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .expect("count the receipts");
+    let kept: (i64, i64) = sqlx::query_as(
+        "SELECT COALESCE(sum(receipts), 0)::int8, COALESCE(sum(stored_bytes), 0)::int8
+            FROM tenant_usage",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .expect("read tenant_usage");
+    println!("receipts and stored bytes: counted {counted:?}, kept {kept:?}");
+    // A checked batch given up on mid-way leaves no transaction open behind it (one would
+    // hold the tenant's turn, and carry the writes of whoever used its connection next).
+    tokio::time::sleep(SECOND).await;
+    let open: Vec<(String, String)> = sqlx::query_as(
+        "SELECT state, left(query, 60) FROM pg_stat_activity
+            WHERE datname = current_database() AND pid <> pg_backend_pid()
+              AND state LIKE 'idle in transaction%'",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .expect("read pg_stat_activity");
+    assert!(open.is_empty(), "transactions left open: {open:?}");
+    assert!(
+        counted.0 <= 48 && counted.1 <= 1800,
+        "past a limit: {counted:?}"
+    );
+    assert_eq!(
+        kept, counted,
+        "tenant_usage against a count of the receipts"
+    );
     a_forged_refusal_is_caught(&history, addr).await;
 }

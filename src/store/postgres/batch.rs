@@ -22,16 +22,7 @@ use crate::store::driver::Row;
 use crate::store::row::columns;
 use crate::store::usage;
 use crate::store::write::{RowWrite, WriteOutcome};
-use sqlx::{Connection, PgConnection, Row as _};
-
-/// The turn of each tenant `$1` names, in lock order: a transaction-level advisory lock in
-/// a space of its own ("quot" as four bytes), on a hash of the tenant.
-const TURN: &str = "SELECT pg_advisory_xact_lock(1903521652, k.h) FROM (
-    SELECT DISTINCT hashtext(t) AS h FROM unnest($1::text[]) AS t ORDER BY 1) k";
-
-/// The figures of the tenants `$1` names: the sums of their slots.
-const FIGURES: &str = "SELECT tenant_id, sum(receipts)::int8, sum(stored_bytes)::int8
-    FROM tenant_usage WHERE tenant_id = ANY($1::text[]) GROUP BY tenant_id";
+use sqlx::{PgConnection, Row as _};
 
 /// The rows `$2`–`$4` name (with their positions `$1`), and the store's clock.
 pub(super) const READ_MANY: &str = concat!(
@@ -98,7 +89,7 @@ impl PgDriver {
 
     /// Makes every write it can, in one statement; what became of each, in order. A batch
     /// with a write that a tenant's storage limit checks runs in a transaction that first
-    /// takes that tenant's turn and reads its figures (`checked_on`).
+    /// takes that tenant's turn and reads its figures (`turn.rs`).
     pub(super) async fn write_rows(
         &self,
         writes: &[RowWrite],
@@ -120,53 +111,8 @@ impl PgDriver {
         outcomes
     }
 
-    /// `writes` in one transaction that first waits for the turn of each of `tenants` (an
-    /// advisory lock: their checked batches take turns, on every replica) and reads their
-    /// figures, then makes the writes `usage::admit` lets through; the others are
-    /// answered [`WriteOutcome::OverQuota`].
-    async fn checked_on(
-        &self,
-        conn: &mut PgConnection,
-        writes: &[&RowWrite],
-        tenants: &[String],
-    ) -> Result<Vec<WriteOutcome>, StoreError> {
-        let mut tx = conn.begin().await.map_err(interpret)?;
-        sqlx::query(TURN)
-            .bind(tenants)
-            .execute(&mut *tx)
-            .await
-            .map_err(interpret)?;
-        let figures: Vec<(String, i64, i64)> = sqlx::query_as(FIGURES)
-            .bind(tenants)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(interpret)?;
-        let figures = (figures.into_iter())
-            .map(|(tenant, receipts, bytes)| (tenant, (receipts, bytes)))
-            .collect();
-        let refused = usage::admit(writes, &figures);
-        let admitted: Vec<&RowWrite> = (writes.iter().zip(&refused))
-            .filter(|(_, r)| r.is_none())
-            .map(|(w, _)| *w)
-            .collect();
-        let mut made = match admitted.is_empty() {
-            true => Vec::new(),
-            false => self.statement_on(&mut tx, &admitted).await?,
-        }
-        .into_iter();
-        tx.commit().await.map_err(interpret)?;
-        (refused.into_iter())
-            .map(|r| match r {
-                Some(refusal) => Ok(WriteOutcome::OverQuota(refusal)),
-                None => made
-                    .next()
-                    .ok_or_else(|| StoreError::Corrupt("a write statement answered short".into())),
-            })
-            .collect()
-    }
-
     /// Makes every write of `writes` it can, in one statement on `conn`.
-    async fn statement_on(
+    pub(super) async fn statement_on(
         &self,
         conn: &mut PgConnection,
         writes: &[&RowWrite],

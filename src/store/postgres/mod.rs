@@ -3,7 +3,7 @@
 //!
 //! `batch.rs` runs a group commit's read and write statements (every Claim, holder call and
 //! Redrive goes through them; `writes.rs` holds the write statements, `arrays.rs` their
-//! parameters); `rows.rs` reads one row and runs reseal; `pages.rs` reads List and ListOrphaned
+//! parameters, `turn.rs` a batch that a storage quota checks); `rows.rs` reads one row and runs reseal; `pages.rs` reads List and ListOrphaned
 //! pages and the gauges; `prune.rs` is the janitor's; `keys.rs` the API keys'; `gap.rs`
 //! measures how far the database's clock is from claimd's, for deadlines; `listen.rs` keeps
 //! the one `LISTEN` connection that wakes waiting Claims. Every time is the
@@ -20,6 +20,7 @@ mod pages;
 mod prune;
 mod read_only;
 mod rows;
+mod turn;
 mod writes;
 
 use super::{Lifecycle, StoreError, StoreOptions};

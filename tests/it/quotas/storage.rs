@@ -300,12 +300,49 @@ async fn a_lowered_max_receipts_applies_to_the_next_claim(backend: Backend) {
     app.shutdown().await;
 }
 
+/// The store does not lean on the tenant alphabet (`domain::check_name`) to build its
+/// statements: a tenant whose name holds a quote and a backslash (a key made straight in
+/// the store, which the CLI would refuse) is counted and refused like any other, and a
+/// tenant whose name is its prefix is not limited by it.
+async fn a_tenant_named_with_quotes_and_backslashes_is_checked_like_any_other(backend: Backend) {
+    let odd = r"o'brien\ltd";
+    let (app, keys) = spawn(backend, quota_for(odd, storage(Some(2), None)), &[odd, "o"]).await;
+    let mut client = app.new_client().await;
+    for n in 0..2 {
+        let reply = client
+            .claim(keyed(claim_request(&format!("Ev{n}"), FP), &keys[0]))
+            .await;
+        assert_eq!(
+            decision(reply.expect("under the limit").get_ref()),
+            Decision::Claimed
+        );
+    }
+    let refused = client
+        .claim(keyed(claim_request("Ev2", FP), &keys[0]))
+        .await
+        .unwrap_err();
+    assert_refused_by(&refused, "max_receipts");
+    for n in 0..3 {
+        let reply = client
+            .claim(keyed(claim_request(&format!("Ev{n}"), FP), &keys[1]))
+            .await;
+        assert_eq!(
+            decision(reply.expect("o has no limit").get_ref()),
+            Decision::Claimed
+        );
+    }
+    assert_eq!(assert_figures_exact(&app, odd).await.0, 2);
+    assert_eq!(app.receipt_rows().await, 5);
+    app.shutdown().await;
+}
+
 conformance!(
     max_receipts_refuses_the_claim_that_would_pass_it_and_writes_nothing,
     concurrent_claims_of_fresh_keys_never_pass_max_receipts,
     a_complete_whose_response_would_pass_max_stored_bytes_is_refused_and_the_lease_is_kept,
     the_janitor_frees_room_for_new_receipts,
     a_lowered_max_receipts_applies_to_the_next_claim,
+    a_tenant_named_with_quotes_and_backslashes_is_checked_like_any_other,
 );
 
 /// Two claimds on one PostgreSQL database: 40 Claims of fresh keys spread over both, at
