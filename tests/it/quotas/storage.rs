@@ -24,6 +24,17 @@ fn storage(max_receipts: Option<u64>, max_stored_bytes: Option<u64>) -> Quota {
     }
 }
 
+/// Claims `Ev0`…`Ev{count - 1}` with `api_key`, one after the other, each of them CLAIMED
+/// (`why` says why none may be refused).
+async fn claim_fresh_keys(client: &mut super::Client, api_key: &str, count: usize, why: &str) {
+    for n in 0..count {
+        let reply = client
+            .claim(keyed(claim_request(&format!("Ev{n}"), FP), api_key))
+            .await;
+        assert_eq!(decision(reply.expect(why).get_ref()), Decision::Claimed);
+    }
+}
+
 /// What `tenant_usage` says of `tenant`, and what counting its receipts says.
 async fn figures(app: &TestApp, tenant: &str) -> ((i64, i64), (i64, i64)) {
     use sqlx::Connection;
@@ -90,15 +101,7 @@ async fn max_receipts_refuses_the_claim_that_would_pass_it_and_writes_nothing(ba
     )
     .await;
     let mut client = app.new_client().await;
-    for n in 0..3 {
-        let reply = client
-            .claim(keyed(claim_request(&format!("Ev{n}"), FP), &keys[0]))
-            .await;
-        assert_eq!(
-            decision(reply.expect("under the limit").get_ref()),
-            Decision::Claimed
-        );
-    }
+    claim_fresh_keys(&mut client, &keys[0], 3, "under the limit").await;
     let refused = client
         .claim(keyed(claim_request("Ev3", FP), &keys[0]))
         .await
@@ -121,15 +124,7 @@ async fn max_receipts_refuses_the_claim_that_would_pass_it_and_writes_nothing(ba
         Decision::InFlight
     );
     // Another tenant is not limited by acme's receipts.
-    for n in 0..5 {
-        let reply = client
-            .claim(keyed(claim_request(&format!("Ev{n}"), FP), &keys[1]))
-            .await;
-        assert_eq!(
-            decision(reply.expect("globex has no limit").get_ref()),
-            Decision::Claimed
-        );
-    }
+    claim_fresh_keys(&mut client, &keys[1], 5, "globex has no limit").await;
     assert_eq!(app.receipt_rows().await, 8);
     assert_eq!(assert_figures_exact(&app, "acme").await.0, 3);
     app.shutdown().await;
@@ -308,29 +303,13 @@ async fn a_tenant_named_with_quotes_and_backslashes_is_checked_like_any_other(ba
     let odd = r"o'brien\ltd";
     let (app, keys) = spawn(backend, quota_for(odd, storage(Some(2), None)), &[odd, "o"]).await;
     let mut client = app.new_client().await;
-    for n in 0..2 {
-        let reply = client
-            .claim(keyed(claim_request(&format!("Ev{n}"), FP), &keys[0]))
-            .await;
-        assert_eq!(
-            decision(reply.expect("under the limit").get_ref()),
-            Decision::Claimed
-        );
-    }
+    claim_fresh_keys(&mut client, &keys[0], 2, "under the limit").await;
     let refused = client
         .claim(keyed(claim_request("Ev2", FP), &keys[0]))
         .await
         .unwrap_err();
     assert_refused_by(&refused, "max_receipts");
-    for n in 0..3 {
-        let reply = client
-            .claim(keyed(claim_request(&format!("Ev{n}"), FP), &keys[1]))
-            .await;
-        assert_eq!(
-            decision(reply.expect("o has no limit").get_ref()),
-            Decision::Claimed
-        );
-    }
+    claim_fresh_keys(&mut client, &keys[1], 3, "o has no limit").await;
     assert_eq!(assert_figures_exact(&app, odd).await.0, 2);
     assert_eq!(app.receipt_rows().await, 5);
     app.shutdown().await;
